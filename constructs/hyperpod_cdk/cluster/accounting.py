@@ -1,0 +1,109 @@
+"""The Slurm accounting database: RDS for MySQL with credentials in Secrets Manager."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_rds as rds
+from constructs import Construct
+
+from hyperpod_cdk.nag import acknowledge
+
+DEFAULT_INSTANCE_CLASS = "db.t4g.medium"
+MYSQL_PORT = 3306
+# Slurm's slurmdbd supports MySQL 8.0 (Slurm "Accounting and Resource Limits").
+ENGINE = rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_0_43)
+
+
+class SlurmAccountingDatabase(Construct):
+    """A MySQL database for slurmdbd, reachable only from the HyperPod nodes.
+
+    HyperPod connects slurmdbd to it through ``Orchestrator.Slurm.AccountingDatabase``
+    (Continuous provisioning only); the user name and password live in a
+    generated Secrets Manager secret that the node role may read. The database
+    is encrypted, deletion-protected, backed up for 7 days, exports its logs,
+    and is snapshotted (not deleted) if it ever leaves the stack.
+
+    :param vpc: the VPC.
+    :param subnets: private subnets in at least two AZs (an RDS subnet group spans two).
+    :param clients: the security group of the nodes that connect.
+    :param instance_class: e.g. ``db.t4g.medium``.
+    :param multi_az: a synchronous standby in a second AZ.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        clients: ec2.ISecurityGroup,
+        instance_class: str | None = None,
+        multi_az: bool = False,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=vpc,
+            allow_all_outbound=False,
+            description="Slurm accounting database: MySQL from the HyperPod nodes only",
+        )
+        self.security_group.add_ingress_rule(clients, ec2.Port.tcp(MYSQL_PORT), "MySQL from the HyperPod nodes")
+        instance_type = ec2.InstanceType((instance_class or DEFAULT_INSTANCE_CLASS).removeprefix("db."))
+        self.instance = rds.DatabaseInstance(
+            self,
+            "Instance",
+            engine=ENGINE,
+            instance_type=instance_type,
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)),
+            security_groups=[self.security_group],
+            port=MYSQL_PORT,
+            credentials=rds.Credentials.from_generated_secret("slurm"),
+            storage_encrypted=True,
+            allocated_storage=20,
+            max_allocated_storage=200,
+            multi_az=multi_az,
+            deletion_protection=True,
+            backup_retention=cdk.Duration.days(7),
+            removal_policy=cdk.RemovalPolicy.SNAPSHOT,
+            cloudwatch_logs_exports=["error", "general", "slowquery"],
+            auto_minor_version_upgrade=True,
+            publicly_accessible=False,
+            iam_authentication=True,
+        )
+        assert self.instance.secret is not None
+        self.secret = self.instance.secret
+        acknowledge(
+            self.secret,
+            "AwsSolutions-SMG4",
+            "HyperPod reads these credentials when it configures slurmdbd; rotating them would break "
+            "slurmdbd until the cluster is updated, so rotation is a planned operation.",
+        )
+        if not multi_az:
+            acknowledge(
+                self.instance,
+                "AwsSolutions-RDS3",
+                "Multi-AZ is a config choice (cluster.slurm.accounting_multi_az); accounting data is "
+                "backed up daily and a lost instance only pauses job accounting.",
+            )
+        acknowledge(
+            self.instance,
+            "AwsSolutions-RDS11",
+            "slurmdbd connects to the standard MySQL port; the database is reachable only from the "
+            "HyperPod node security group inside private subnets.",
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """Host name of the database."""
+        return self.instance.db_instance_endpoint_address
+
+    @property
+    def secret_arn(self) -> str:
+        """ARN of the credentials secret."""
+        return self.secret.secret_arn

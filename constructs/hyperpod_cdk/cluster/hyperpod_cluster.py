@@ -1,0 +1,241 @@
+"""The ``AWS::SageMaker::Cluster`` (HyperPod) resource, typed from the config."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct, IDependable
+
+from hyperpod_cdk.config.models import AutoPatch, ClusterConfig, InstanceGroup, ScheduledUpdate
+from hyperpod_cdk.storage.file_system import FileSystemHandle
+
+_Props = sagemaker.CfnCluster
+
+
+@dataclass(frozen=True)
+class AccountingDatabaseRef:
+    """Where slurmdbd finds its database (``Orchestrator.Slurm.AccountingDatabase``)."""
+
+    endpoint: str
+    secret_arn: str
+    port: int = 3306
+
+
+@dataclass(frozen=True)
+class LifecycleRef:
+    """The unpacked lifecycle scripts: an ``s3://bucket/prefix/`` URI and the entry file in it."""
+
+    source_s3_uri: str
+    entry_script: str
+
+
+def _deployment_config(update: ScheduledUpdate | AutoPatch) -> _Props.DeploymentConfigProperty | None:
+    batch: _Props.CapacitySizeConfigProperty | None = None
+    if update.batch_count is not None:
+        batch = _Props.CapacitySizeConfigProperty(type="INSTANCE_COUNT", value=update.batch_count)
+    elif update.batch_percent is not None:
+        batch = _Props.CapacitySizeConfigProperty(type="CAPACITY_PERCENTAGE", value=update.batch_percent)
+    if batch is None and update.wait_seconds is None and not update.rollback_alarms:
+        return None
+    return _Props.DeploymentConfigProperty(
+        rolling_update_policy=_Props.RollingUpdatePolicyProperty(maximum_batch_size=batch) if batch else None,
+        wait_interval_in_seconds=update.wait_seconds,
+        auto_rollback_configuration=[_Props.AlarmDetailsProperty(alarm_name=a) for a in update.rollback_alarms]
+        or None,
+    )
+
+
+class HyperPodCluster(Construct):
+    """A SageMaker HyperPod cluster.
+
+    Slurm clusters use the API-driven Slurm configuration: ``Orchestrator.Slurm``
+    and a ``SlurmConfig`` (node type, partition) per group; HyperPod mounts the
+    file system itself through ``InstanceStorageConfigs``. EKS clusters use
+    ``Orchestrator.Eks`` with the given cluster ARN and per-group Kubernetes
+    labels and taints.
+
+    :param config: the ``cluster`` section.
+    :param cluster_name: the cluster name (create-only: a change replaces the cluster).
+    :param execution_role_arn: role of every group that does not name its own.
+    :param lifecycle: the lifecycle scripts the nodes run.
+    :param subnets: the HyperPod subnet of each AZ ID; ``main_az_id`` is the cluster's.
+    :param security_groups: groups put on every node (each must allow EFA self traffic).
+    :param file_system: a Lustre file system HyperPod mounts on every node (Slurm).
+    :param accounting_database: an external Slurm accounting database.
+    :param eks_cluster_arn: the EKS cluster, for ``orchestrator: eks``.
+    :param depends_on: what must exist before the cluster (the lifecycle upload).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: ClusterConfig,
+        cluster_name: str,
+        execution_role_arn: str,
+        lifecycle: LifecycleRef,
+        subnets: Mapping[str, ec2.ISubnet],
+        main_az_id: str,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        file_system: FileSystemHandle | None = None,
+        accounting_database: AccountingDatabaseRef | None = None,
+        eks_cluster_arn: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        depends_on: Sequence[IDependable] = (),
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.config = config
+        self._subnets = subnets
+        self._main_az_id = main_az_id
+        self._security_group_ids = [g.security_group_id for g in security_groups]
+        self._execution_role_arn = execution_role_arn
+        self._lifecycle = lifecycle
+        self._file_system = file_system
+        self._slurm = eks_cluster_arn is None
+        orchestrator = (
+            _Props.OrchestratorProperty(slurm=self._slurm_orchestrator(accounting_database))
+            if self._slurm
+            else _Props.OrchestratorProperty(eks=_Props.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn))  # type: ignore[arg-type]
+        )
+        self.resource = _Props(
+            self,
+            "Resource",
+            cluster_name=cluster_name,
+            instance_groups=[self._instance_group(g) for g in config.instance_groups],
+            orchestrator=orchestrator,
+            node_recovery=config.node_recovery,
+            node_provisioning_mode=config.node_provisioning_mode,
+            vpc_config=_Props.VpcConfigProperty(
+                security_group_ids=self._security_group_ids, subnets=[subnets[main_az_id].subnet_id]
+            ),
+            cluster_role=config.cluster_role_arn,
+            tags=[{"key": k, "value": v} for k, v in sorted((tags or {}).items())] or None,
+        )
+        for dependency in depends_on:
+            self.resource.node.add_dependency(dependency)
+
+    @property
+    def cluster_name(self) -> str:
+        """The cluster's name."""
+        return self.resource.cluster_name or ""
+
+    @property
+    def cluster_arn(self) -> str:
+        """The cluster's ARN."""
+        return self.resource.attr_cluster_arn
+
+    def _slurm_orchestrator(
+        self, database: AccountingDatabaseRef | None
+    ) -> _Props.ClusterOrchestratorSlurmConfigProperty:
+        settings = self.config.slurm_settings
+        return _Props.ClusterOrchestratorSlurmConfigProperty(
+            # HyperPod rejects any SlurmConfigStrategy under Continuous provisioning.
+            slurm_config_strategy=None if self.config.continuous else settings.config_strategy,
+            accounting_database=(
+                _Props.ClusterAccountingDatabaseProperty(
+                    endpoint=database.endpoint, secret_arn=database.secret_arn, port=database.port
+                )
+                if database
+                else None
+            ),
+        )
+
+    def _storage(self, group: InstanceGroup) -> list[_Props.ClusterInstanceStorageConfigProperty] | None:
+        configs = []
+        if group.ebs_volume_gb is not None:
+            configs.append(
+                _Props.ClusterInstanceStorageConfigProperty(
+                    ebs_volume_config=_Props.ClusterEbsVolumeConfigProperty(
+                        volume_size_in_gb=group.ebs_volume_gb, volume_kms_key_id=group.ebs_kms_key_arn
+                    )
+                )
+            )
+        fs = self._file_system
+        if fs is not None and self._slurm:
+            configs.append(
+                _Props.ClusterInstanceStorageConfigProperty(
+                    fsx_lustre_config=_Props.ClusterFsxLustreConfigProperty(
+                        dns_name=fs.dns_name, mount_name=fs.mount_name, mount_path=fs.mount_path
+                    )
+                )
+            )
+        return configs or None
+
+    def _instance_group(self, group: InstanceGroup) -> _Props.ClusterInstanceGroupProperty:
+        hook = self.config.lifecycle_hook
+        lifecycle = _Props.ClusterLifeCycleConfigProperty(
+            source_s3_uri=self._lifecycle.source_s3_uri,
+            on_create=self._lifecycle.entry_script if hook == "OnCreate" else None,
+            on_init_complete=self._lifecycle.entry_script if hook == "OnInitComplete" else None,
+        )
+        az = group.availability_zone_id
+        override_vpc = (
+            _Props.VpcConfigProperty(security_group_ids=self._security_group_ids, subnets=[self._subnets[az].subnet_id])
+            if az and az != self._main_az_id
+            else None
+        )
+        extra: dict[str, Any] = {}
+        if self._slurm:
+            extra["slurm_config"] = _Props.ClusterSlurmConfigProperty(
+                node_type=group.effective_node_type,
+                partition_names=[group.effective_partition] if group.effective_partition else None,
+            )
+        elif group.labels or group.taints:
+            extra["kubernetes_config"] = _Props.ClusterKubernetesConfigProperty(
+                labels=dict(group.labels) or None,
+                taints=[
+                    _Props.ClusterKubernetesTaintProperty(key=t.key, value=t.value, effect=t.effect)
+                    for t in group.taints
+                ]
+                or None,
+            )
+        return _Props.ClusterInstanceGroupProperty(
+            instance_group_name=group.name,
+            instance_count=group.count,
+            execution_role=group.execution_role_arn or self.config.execution_role_arn or self._execution_role_arn,
+            instance_type=group.instance_type,
+            instance_requirements=(
+                _Props.InstanceRequirementsProperty(instance_types=list(group.instance_types))
+                if group.instance_types
+                else None
+            ),
+            min_instance_count=group.min_count,
+            capacity_requirements=(
+                _Props.ClusterCapacityRequirementsProperty(spot={}) if group.capacity_type == "spot" else None
+            ),
+            life_cycle_config=lifecycle,
+            threads_per_core=group.threads_per_core,
+            instance_storage_configs=self._storage(group),
+            on_start_deep_health_checks=list(group.deep_health_checks) or None,
+            training_plan_arn=group.training_plan_arn,
+            override_vpc_config=override_vpc,
+            image_id=group.image_id,
+            image_release_version=group.image_release_version,
+            network_interface=(
+                _Props.ClusterNetworkInterfaceProperty(interface_type=group.network_interface)
+                if group.network_interface
+                else None
+            ),
+            scheduled_update_config=(
+                _Props.ScheduledUpdateConfigProperty(
+                    schedule_expression=group.scheduled_update.schedule,
+                    deployment_config=_deployment_config(group.scheduled_update),
+                )
+                if group.scheduled_update
+                else None
+            ),
+            auto_patch_config=(
+                _Props.AutoPatchConfigProperty(
+                    patching_strategy=group.auto_patch.strategy,
+                    deployment_config=_deployment_config(group.auto_patch),
+                )
+                if group.auto_patch
+                else None
+            ),
+            **extra,
+        )

@@ -1,0 +1,148 @@
+"""Lifecycle scripts uploaded, unpacked, under a content-hashed S3 prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from constructs import Construct
+
+from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
+from hyperpod_cdk.storage.data_bucket import secure_bucket_props
+
+SETTINGS_FILE = "settings.json"
+_IGNORED = {"__pycache__", ".DS_Store"}
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(
+        p for p in directory.rglob("*") if p.is_file() and not any(part in _IGNORED for part in p.parts)
+    )
+
+
+def content_hash(directory: Path, settings: Mapping[str, Any]) -> str:
+    """A digest of every file (path, mode, bytes) and of the generated settings."""
+    digest = hashlib.sha256()
+    for path in _files(directory):
+        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        digest.update(b"x" if path.stat().st_mode & 0o111 else b"-")
+        digest.update(path.read_bytes() + b"\0")
+    digest.update(json.dumps(settings, sort_keys=True).encode())
+    return digest.hexdigest()
+
+
+class LifecycleScripts(Construct):
+    """The scripts every HyperPod node runs, in S3 where the nodes can read them.
+
+    The directory is uploaded unpacked (HyperPod reads files, not a zip) with
+    the generated ``settings.json`` beside it, into ``lifecycle/<hash>/`` of a
+    private bucket: a change to any script or setting gives a new prefix, which
+    is how HyperPod picks changed scripts up, and older prefixes are kept for
+    nodes that are replaced later.
+
+    :param directory: the scripts; must contain ``entrypoint.sh``.
+    :param settings: JSON-serialisable values the scripts read on the node
+        (the scripts themselves hold no environment-specific values).
+    :param access_logs_bucket: where the bucket's server access logs go; a
+        log bucket of its own when not given.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        directory: str | Path,
+        settings: Mapping[str, Any],
+        access_logs_bucket: s3.IBucket | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        directory = Path(directory)
+        if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
+            raise ValueError(f"{directory} has no {LIFECYCLE_ENTRY_SCRIPT}")
+        self.entry_script = LIFECYCLE_ENTRY_SCRIPT
+        self.hash = content_hash(directory, settings)
+        self.prefix = f"lifecycle/{self.hash[:20]}/"
+        if access_logs_bucket is None:
+            access_logs_bucket = s3.Bucket(
+                self,
+                "AccessLogs",
+                **secure_bucket_props(),  # type: ignore[arg-type]
+                removal_policy=cdk.RemovalPolicy.DESTROY,
+                auto_delete_objects=True,
+                lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))],
+            )
+            acknowledge(
+                access_logs_bucket,
+                "AwsSolutions-S1",
+                "This is the access-log bucket of the lifecycle script bucket; logging it into itself "
+                "would loop.",
+            )
+        self.bucket = s3.Bucket(
+            self,
+            "Bucket",
+            **secure_bucket_props(),  # type: ignore[arg-type]
+            versioned=True,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+            auto_delete_objects=True,
+            server_access_logs_bucket=access_logs_bucket,
+            server_access_logs_prefix="lifecycle-bucket/",
+        )
+        self.deployment = s3deploy.BucketDeployment(
+            self,
+            "Upload",
+            sources=[
+                s3deploy.Source.asset(str(directory), exclude=sorted(_IGNORED)),
+                s3deploy.Source.json_data(SETTINGS_FILE, dict(settings)),
+            ],
+            destination_bucket=self.bucket,
+            destination_key_prefix=self.prefix,
+            extract=True,
+            prune=False,
+            retain_on_delete=True,
+            memory_limit=256,
+        )
+        self.source_s3_uri = f"s3://{self.bucket.bucket_name}/{self.prefix}"
+        self._acknowledge_upload_handler()
+
+    def _acknowledge_upload_handler(self) -> None:
+        """The findings of CDK's BucketDeployment handler (one Lambda per stack), named one by one."""
+        stack = cdk.Stack.of(self)
+        handler = next(
+            (c for c in stack.node.children if c.node.id.startswith("Custom::CDKBucketDeployment")), None
+        )
+        if handler is None:
+            return
+        bucket = self.bucket.node.default_child
+        assert isinstance(bucket, cdk.CfnResource)
+        assets = (
+            f"arn:{nag_partition(stack)}:s3:::cdk-hnb659fds-assets-{nag_account(stack)}-{stack.region}/*"
+        )
+        reason = (
+            "CDK's BucketDeployment handler copies the script asset from the CDK asset bucket into "
+            "this app's lifecycle bucket; its role is generated by CDK and limited to those two buckets."
+        )
+        for finding in (
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+            "AwsSolutions-IAM5[Action::s3:GetObject*]",
+            "AwsSolutions-IAM5[Action::s3:List*]",
+            "AwsSolutions-IAM5[Action::s3:Abort*]",
+            "AwsSolutions-IAM5[Action::s3:DeleteObject*]",
+            f"AwsSolutions-IAM5[Resource::{assets}]",
+            f"AwsSolutions-IAM5[Resource::{nag_ref(bucket, 'Arn')}/*]",
+        ):
+            acknowledge(handler, finding, reason)
+        acknowledge(
+            handler,
+            "AwsSolutions-L1",
+            "The handler's runtime is chosen and updated by aws-cdk-lib's BucketDeployment; it runs only "
+            "during deploys to copy the scripts.",
+        )

@@ -1,0 +1,47 @@
+"""``python -m hyperpod_cdk.config FILE [--schema]``: validate a config, no synth, no AWS.
+
+Exit 0 with a one-line summary, or exit 2 with one ``config error:`` line per
+problem on stderr. ``--schema`` prints the JSON Schema of the environment file
+(for editors).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from hyperpod_cdk.config.loader import ConfigError, validate_file
+from hyperpod_cdk.config.models import EnvironmentConfig
+
+
+def main(argv: list[str]) -> int:
+    if argv == ["--schema"]:
+        print(json.dumps(EnvironmentConfig.model_json_schema(), indent=2))
+        return 0
+    if len(argv) != 1:
+        print("usage: python -m hyperpod_cdk.config CONFIG.yaml | --schema", file=sys.stderr)
+        return 2
+    path = Path(argv[0])
+    try:
+        cfg, warnings = validate_file(path)
+    except ConfigError as exc:
+        for issue in [*exc.issues, *exc.warnings]:
+            print(issue, file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    if isinstance(cfg, EnvironmentConfig):
+        groups = cfg.cluster.instance_groups
+        nodes = sum(g.count for g in groups)
+        print(
+            f"{path}: valid: environment {cfg.name!r} ({cfg.orchestrator}, {cfg.region}), "
+            f"cluster {cfg.cluster_name!r} with {len(groups)} instance groups, {nodes} nodes"
+        )
+    else:
+        print(f"{path}: valid: pipeline {cfg.name!r} with {len(cfg.pipeline.stages)} stages")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

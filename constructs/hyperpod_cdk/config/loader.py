@@ -1,0 +1,253 @@
+"""Load an environment (or pipeline) YAML file into typed models.
+
+All problems are collected and raised together as :class:`ConfigError`, whose
+lines follow the error contract of SPEC section 3::
+
+    config error: storage.fsx.storage_capacity_gib: 1300 is not valid for PERSISTENT_2; use ...
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from pathlib import Path
+from typing import Any, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from hyperpod_cdk.config.models import (
+    PATTERN_HINTS,
+    EnvironmentConfig,
+    PipelineFileConfig,
+    dotted,
+)
+from hyperpod_cdk.config.rules import Issue, check_environment
+
+
+class ConfigError(Exception):
+    """An invalid config: every problem found, each with its dotted key path."""
+
+    def __init__(self, issues: list[Issue], source: str = "") -> None:
+        self.issues = [i for i in issues if i.severity == "error"]
+        self.warnings = [i for i in issues if i.severity == "warning"]
+        self.source = source
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+
+
+def _construct_mapping(
+    loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False
+) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice in one mapping", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    """The YAML mapping in ``path``, or ConfigError with the line of the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError([Issue(str(path), f"cannot read the file: {exc.strerror}")]) from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError([Issue(str(path), f"not valid YAML{where}: {problem}")]) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [Issue(str(path), "the file must hold a mapping of keys (name, region, network, ...)")]
+        )
+    return data
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types inside Optional/Union/Annotated."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class found by walking ``loc`` down from ``root``."""
+    current: Any = root
+    for part in loc:
+        candidates = _unwrap(current)
+        nxt = None
+        for cand in candidates:
+            origin = typing.get_origin(cand)
+            if isinstance(part, str) and isinstance(cand, type) and issubclass(cand, BaseModel):
+                field = cand.model_fields.get(part)
+                if field is not None:
+                    nxt = field.annotation
+            elif isinstance(part, int) and origin is list:
+                nxt = typing.get_args(cand)[0]
+            elif isinstance(part, str) and origin is dict:
+                nxt = typing.get_args(cand)[1]
+            if nxt is not None:
+                break
+        if nxt is None:
+            return None
+        current = nxt
+    models = [c for c in _unwrap(current) if isinstance(c, type) and issubclass(c, BaseModel)]
+    return models[0] if models else None
+
+
+def _kind_of(value: Any) -> str:
+    """How the YAML value reads to the person who wrote it."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+_EXPECTED = {
+    "model_type": "a mapping of keys",
+    "model_attributes_type": "a mapping of keys",
+    "dict_type": "a mapping of keys",
+    "list_type": "a list",
+    "string_type": "text",
+    "int_type": "a whole number",
+    "bool_type": "true or false",
+}
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _issue_from_pydantic(root: type[BaseModel], err: ErrorDetails) -> Issue:
+    loc = tuple(p for p in err["loc"] if p != "[key]")
+    path = dotted(loc) or "(top level)"
+    kind = err["type"]
+    value = err.get("input")
+    if kind == "extra_forbidden":
+        parent = _model_at(root, loc[:-1])
+        allowed = sorted(parent.model_fields) if parent else []
+        guess = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f" (did you mean {guess[0]!r}?)" if guess else ""
+        return Issue(path, f"unknown key{hint}; allowed here: {', '.join(allowed)}")
+    if kind == "missing":
+        model = _model_at(root, loc)
+        if model is not None:
+            required = [n for n, f in model.model_fields.items() if f.is_required()]
+            if required:
+                return Issue(f"{path}.{required[0]}", "required key is missing")
+        return Issue(path, "required key is missing")
+    if kind == "value_error":
+        message = err["msg"].removeprefix("Value error, ")
+        return Issue(path, message)
+    if kind == "string_pattern_mismatch":
+        pattern = (err.get("ctx") or {}).get("pattern", "")
+        hint = PATTERN_HINTS.get(str(pattern), f"text matching {pattern}")
+        return Issue(path, f"{_short(value)} is not valid; use {hint}")
+    if kind == "literal_error":
+        expected = (err.get("ctx") or {}).get("expected", "")
+        return Issue(path, f"{_short(value)} is not allowed; use {expected}")
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        return Issue(path, f'{value!r} is a number here; quote it ("{value}") to give text')
+    if kind in _EXPECTED:
+        given = "is empty (null)" if value is None else f"{_short(value)} is {_kind_of(value)}"
+        return Issue(path, f"{given}; {_EXPECTED[kind]} is expected here")
+    if kind == "too_short":
+        return Issue(
+            path,
+            f"{_short(value)} is too short; at least {err['ctx']['min_length']} item(s) are needed",
+        )
+    if kind == "too_long":
+        return Issue(path, f"{len(value)} items; at most {err['ctx']['max_length']} are allowed")
+    return Issue(path, f"{_short(value)} is not valid: {err['msg']}")
+
+
+def validate(
+    data: dict[str, Any], project_root: Path | None = None, source: str = ""
+) -> tuple[EnvironmentConfig | PipelineFileConfig, list[Issue]]:
+    """The config in a loaded YAML mapping and its warnings, or ConfigError with every problem.
+
+    The pipeline model when the mapping has ``pipeline``, else an environment.
+    """
+    root: type[EnvironmentConfig] | type[PipelineFileConfig] = (
+        PipelineFileConfig if "pipeline" in data else EnvironmentConfig
+    )
+    try:
+        cfg = root.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError([_issue_from_pydantic(root, e) for e in exc.errors()], source) from None
+    if isinstance(cfg, PipelineFileConfig):
+        return cfg, []
+    issues = check_environment(cfg, project_root)
+    if any(i.severity == "error" for i in issues):
+        raise ConfigError(issues, source)
+    return cfg, issues
+
+
+def parse(
+    data: dict[str, Any], project_root: Path | None = None, source: str = ""
+) -> EnvironmentConfig | PipelineFileConfig:
+    """Validate a loaded YAML mapping: the pipeline model when it has ``pipeline``, else an environment."""
+    return validate(data, project_root, source)[0]
+
+
+def validate_file(
+    path: str | Path, project_root: str | Path | None = None
+) -> tuple[EnvironmentConfig | PipelineFileConfig, list[Issue]]:
+    """Read and validate ``path``: the config and its warnings. ``project_root`` as in load_config."""
+    path = Path(path)
+    root = Path(project_root) if project_root is not None else Path.cwd()
+    return validate(read_yaml(path), root, str(path))
+
+
+def load_config(
+    path: str | Path, project_root: str | Path | None = None
+) -> EnvironmentConfig | PipelineFileConfig:
+    """Read and validate ``path``. ``project_root`` (default: the cwd) resolves lifecycle_scripts."""
+    return validate_file(path, project_root)[0]
+
+
+def load_environment(path: str | Path, project_root: str | Path | None = None) -> EnvironmentConfig:
+    """Like :func:`load_config`, for a file that must describe one environment."""
+    cfg = load_config(path, project_root)
+    if not isinstance(cfg, EnvironmentConfig):
+        raise ConfigError(
+            [
+                Issue(
+                    "pipeline", "this file describes a pipeline; an environment file is needed here"
+                )
+            ]
+        )
+    return cfg
+
+
+def warnings_for(cfg: EnvironmentConfig, project_root: Path | None = None) -> list[Issue]:
+    """The advisory findings of a valid config."""
+    return [i for i in check_environment(cfg, project_root) if i.severity == "warning"]

@@ -1,0 +1,806 @@
+"""Typed, frozen models of the environment YAML (SPEC section 4).
+
+The models check the shape and the per-field limits of every key; the rules
+that relate several keys live in :mod:`hyperpod_cdk.config.rules`, so that all
+problems are reported in one run. Every model forbids unknown keys: they are
+usually typos.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
+
+from hyperpod_cdk.config import facts
+
+# The hint shown when a value does not match a pattern, by pattern (read by the loader).
+PATTERN_HINTS: dict[str, str] = {}
+
+
+def _matching(regex: str, hint: str, **limits: Any) -> StringConstraints:
+    """A string constraint whose mismatch message tells what is expected: ``hint``."""
+    PATTERN_HINTS[regex] = hint
+    return StringConstraints(pattern=regex, **limits)
+
+
+class StrictModel(BaseModel):
+    """Base of every config model: frozen, and unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    def is_set(self, key: str) -> bool:
+        """True when the YAML gave ``key`` explicitly (not the default)."""
+        return key in self.model_fields_set
+
+
+AzId = Annotated[
+    str,
+    _matching(
+        facts.AZ_ID_PATTERN,
+        "an AZ ID like usw2-az2 (an AZ name like us-west-2a maps to different AZs per account)",
+    ),
+    Field(description="An Availability Zone *ID*, e.g. usw2-az2 (not a name like us-west-2a)."),
+]
+
+
+def _parse_cidr(value: Any) -> Any:
+    """An IPv4 CIDR block; a block with host bits set names the network it meant."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return ipaddress.IPv4Network(value)
+    except ValueError:
+        pass
+    try:
+        network = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an IPv4 CIDR block; use one like 10.1.0.0/16") from None
+    raise ValueError(f"{value!r} has host bits set; the block is {network}")
+
+
+def _decimal_version(value: Any) -> Any:
+    """YAML reads an unquoted 2.15 or 1.30 as a number: take it as the version it shows."""
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return value
+
+
+def _clean_path(value: str) -> str:
+    parts = value.split("/")[1:]
+    if any(p in (".", "..") for p in parts) or "//" in value:
+        raise ValueError(f"{value!r} is not a plain absolute path; no '.', '..' or '//' parts")
+    return value
+
+
+Cidr = Annotated[
+    ipaddress.IPv4Network,
+    BeforeValidator(_parse_cidr),
+    Field(description="An IPv4 CIDR block, e.g. 10.1.0.0/16."),
+]
+VpcId = Annotated[str, _matching(r"^vpc-[0-9a-f]{8,17}$", "a VPC id like vpc-0123456789abcdef0")]
+SubnetId = Annotated[
+    str, _matching(r"^subnet-[0-9a-f]{8,17}$", "a subnet id like subnet-0123456789abcdef0")
+]
+SecurityGroupId = Annotated[
+    str, _matching(r"^sg-[0-9a-f]{8,17}$", "a security group id like sg-0123456789abcdef0")
+]
+AbsolutePath = Annotated[
+    str,
+    _matching(r"^/[A-Za-z0-9._/-]*$", "an absolute path like /fsx", max_length=4096),
+    AfterValidator(_clean_path),
+]
+RoleArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]+$",
+        "an IAM role ARN like arn:aws:iam::111122223333:role/name",
+        max_length=600,
+    ),
+]
+PolicyArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-z-]*:iam::([0-9]{12}|aws):policy/[A-Za-z0-9+=,.@_/-]+$",
+        "a managed policy ARN like arn:aws:iam::111122223333:policy/name",
+        max_length=600,
+    ),
+]
+KmsKeyArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:(key/[0-9a-fA-F-]{36}|key/mrk-[0-9a-f]{32}|alias/[\w/-]+)$",
+        "a KMS key ARN like arn:aws:kms:us-west-2:111122223333:key/<key id> (or an alias ARN)",
+    ),
+]
+InstanceType = Annotated[
+    str, _matching(facts.INSTANCE_TYPE_PATTERN, "an ml.* instance type like ml.p5.48xlarge")
+]
+# A key prefix of the app's data bucket: segments ending in '/', no leading '/' or empty segment.
+S3_PREFIX_PATTERN = r"^([A-Za-z0-9!_.*'()-]+/)+$"
+# EventBridge-style cron with six fields (minutes hours day-of-month month day-of-week year),
+# the ScheduleExpression of ScheduledUpdateConfig.
+CRON_PATTERN = r"^cron\(\S+( \S+){5}\)$"
+AlarmName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
+# DeploymentConfiguration.AutoRollbackConfiguration: 1..10 alarms.
+RollbackAlarms = Annotated[list[AlarmName], Field(max_length=10)]
+DraEvent = Literal["NEW", "CHANGED", "DELETED"]
+CompliancePack = Literal["AwsSolutions", "NIST80053R5", "HIPAA", "PCIDSS321"]
+EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
+def _default_packs() -> list[CompliancePack]:
+    return ["AwsSolutions"]
+
+
+def _unique(values: list[Any], what: str) -> list[Any]:
+    seen: set[Any] = set()
+    dupes = [v for v in values if v in seen or seen.add(v)]  # type: ignore[func-returns-value]
+    if dupes:
+        raise ValueError(f"{what} must not repeat; {dupes[0]!r} appears more than once")
+    return values
+
+
+class IamConfig(StrictModel):
+    """Settings applied to every IAM role the app creates."""
+
+    permissions_boundary_arn: PolicyArn | None = Field(
+        default=None, description="A managed policy put as permissions boundary on every role."
+    )
+    role_path: Annotated[
+        str,
+        _matching(
+            r"^/([\x21-\x7e]+/)?$",
+            "an IAM path that starts and ends with '/', like /hyperpod/",
+            max_length=512,
+        ),
+    ] = Field(default="/", description="IAM path of every role the app creates, e.g. /hyperpod/.")
+
+
+class NetworkConfig(StrictModel):
+    """The VPC: created (public subnets, NAT, a HyperPod subnet per AZ) or adopted."""
+
+    vpc_id: VpcId | None = Field(
+        default=None, description="Adopt this VPC; then compute_subnet_id is required."
+    )
+    cidr: Cidr = Field(
+        default=ipaddress.IPv4Network("10.0.0.0/16"), description="Primary CIDR of a new VPC."
+    )
+    compute_cidr: Cidr = Field(
+        default=ipaddress.IPv4Network("10.1.0.0/16"),
+        description="Secondary CIDR of a new VPC, used whole for the HyperPod subnet (and FSx).",
+    )
+    availability_zone_id: AzId = Field(
+        description="AZ ID of the HyperPod nodes and of FSx, e.g. usw2-az2."
+    )
+    additional_compute_cidrs: dict[AzId, Cidr] = Field(
+        default_factory=dict,
+        description="A further HyperPod subnet per AZ ID, for groups with their own availability_zone_id.",
+    )
+    additional_compute_subnet_ids: dict[AzId, SubnetId] = Field(
+        default_factory=dict,
+        description="Adopted VPC: the HyperPod subnet of each further AZ ID used by a group.",
+    )
+    eks_availability_zone_ids: list[AzId] = Field(
+        default_factory=list,
+        description="eks only: AZ IDs of the EKS control-plane subnets (>= 2).",
+    )
+    nat_gateways: Annotated[int, Field(ge=0, le=16)] = Field(
+        default=1, description="NAT gateways of a new VPC (0 with closed_network)."
+    )
+    compute_subnet_id: SubnetId | None = Field(
+        default=None, description="Adopted VPC: the private HyperPod subnet."
+    )
+    eks_subnet_ids: list[SubnetId] = Field(
+        default_factory=list, description="eks only, adopted VPC: EKS control-plane subnets."
+    )
+    security_group_ids: list[SecurityGroupId] = Field(
+        default_factory=list,
+        description="Extra groups put on the nodes; each must allow all traffic from and to itself (EFA).",
+    )
+    interface_endpoints: list[str] = Field(
+        default_factory=list,
+        description="Interface VPC endpoints to create, e.g. [ssm, logs, ecr.api].",
+    )
+    closed_network: bool = Field(
+        default=False,
+        description="No internet gateway or NAT; every endpoint the environment needs.",
+    )
+    flow_logs: bool = Field(default=True, description="VPC flow logs to CloudWatch Logs (new VPC).")
+
+    @field_validator("interface_endpoints")
+    @classmethod
+    def _known_endpoints(cls, value: list[str]) -> list[str]:
+        unknown = [v for v in value if v not in facts.INTERFACE_ENDPOINT_SERVICES]
+        if unknown:
+            raise ValueError(
+                f"{unknown[0]!r} is not an interface endpoint service this app creates; allowed: "
+                + ", ".join(facts.INTERFACE_ENDPOINT_SERVICES)
+            )
+        return _unique(value, "interface endpoints")
+
+    @field_validator("eks_availability_zone_ids", "eks_subnet_ids", "security_group_ids")
+    @classmethod
+    def _no_repeats(cls, value: list[str]) -> list[str]:
+        return _unique(value, "entries")
+
+
+class DataRepositoryAssociation(StrictModel):
+    """An FSx data repository association: a file system path linked to an S3 prefix."""
+
+    file_system_path: AbsolutePath = Field(description="Path in the file system, e.g. /datasets.")
+    s3_prefix: (
+        Annotated[
+            str,
+            _matching(
+                S3_PREFIX_PATTERN,
+                "an S3 key prefix ending in '/' with no leading '/', like datasets/ or team/raw/",
+                max_length=900,
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None, description="A prefix (ending in /) of the data bucket this app creates."
+    )
+    s3_uri: (
+        Annotated[
+            str,
+            _matching(
+                r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+                "an S3 URI like s3://bucket/prefix/",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Or an existing bucket (and prefix) in the same region.")
+    auto_import: list[DraEvent] = Field(
+        default_factory=lambda: list(get_args(DraEvent)),
+        description="S3 events imported into the file system automatically.",
+    )
+    auto_export: list[DraEvent] = Field(
+        default_factory=list, description="File system events exported to S3 automatically."
+    )
+    import_metadata_on_create: bool = Field(
+        default=True,
+        description="Import the metadata of existing S3 objects when the association is made.",
+    )
+
+    @field_validator("auto_import", "auto_export")
+    @classmethod
+    def _no_repeat_events(cls, value: list[str]) -> list[str]:
+        return _unique(value, "events")
+
+
+class FsxConfig(StrictModel):
+    """FSx for Lustre PERSISTENT_2: created in the HyperPod subnet, or adopted."""
+
+    enabled: bool = Field(
+        default=True, description="Create (or adopt) a file system and mount it on the nodes."
+    )
+    file_system_id: (
+        Annotated[
+            str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Adopt this file system; then dns_name and mount_name are required.",
+    )
+    dns_name: (
+        Annotated[
+            str,
+            _matching(
+                r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
+                "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Adopted file system: its DNS name.")
+    mount_name: (
+        Annotated[
+            str,
+            _matching(
+                r"^[a-z0-9]{1,8}$",
+                "the file system's Lustre mount name: up to 8 lowercase letters and digits",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Adopted file system: its Lustre mount name.")
+    storage_capacity_gib: Annotated[int, Field(ge=1)] = Field(
+        default=1200, description="1200, 2400 or a multiple of 2400 GiB."
+    )
+    throughput_per_tib: Literal[125, 250, 500, 1000] = Field(
+        default=250, description="MB/s per TiB."
+    )
+    compression: Literal["LZ4", "NONE"] = "LZ4"
+    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(_decimal_version)] = "2.15"
+    efa_enabled: bool = Field(
+        default=False, description="EFA-enabled file system (creation-time only)."
+    )
+    metadata_iops: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="USER_PROVISIONED metadata IOPS; null means AUTOMATIC."
+    )
+    mount_path: AbsolutePath = Field(
+        default="/fsx", description="Where the nodes mount the file system."
+    )
+    backup_retention_days: Annotated[int, Field(ge=0, le=facts.FSX_MAX_BACKUP_RETENTION_DAYS)] = (
+        Field(
+            default=0,
+            description="Automatic backups; must be 0 while data repository associations exist.",
+        )
+    )
+    kms_key_arn: KmsKeyArn | None = Field(
+        default=None, description="Customer managed key; else an app-made key."
+    )
+    removal_policy: Literal["retain", "destroy"] = Field(
+        default="retain", description="destroy also needs the context flag destroy_data=true."
+    )
+    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _persistent_2_capacity(cls, value: int) -> int:
+        step = facts.FSX_PERSISTENT_2_CAPACITY_STEP
+        if value not in facts.FSX_PERSISTENT_2_SMALL_CAPACITIES and value % step != 0:
+            raise ValueError(
+                f"{value} is not valid for PERSISTENT_2; use 1200 or a multiple of {step}"
+            )
+        if value > facts.FSX_MAX_CAPACITY_GIB:
+            raise ValueError(
+                f"{value} is more than the FSx maximum of {facts.FSX_MAX_CAPACITY_GIB} GiB"
+            )
+        return value
+
+    @field_validator("metadata_iops")
+    @classmethod
+    def _metadata_iops(cls, value: int | None) -> int | None:
+        if value is None:
+            return value
+        step, top = facts.FSX_METADATA_IOPS_STEP, facts.FSX_METADATA_IOPS_MAX
+        if value not in facts.FSX_METADATA_IOPS_SMALL and not (value % step == 0 and value <= top):
+            raise ValueError(
+                f"{value} is not valid; use 1500, 3000, 6000, 12000 or a multiple of {step} up to {top}"
+            )
+        return value
+
+
+class StorageConfig(StrictModel):
+    """Shared storage of the environment."""
+
+    fsx: FsxConfig = Field(default_factory=FsxConfig)
+
+
+class TieredStorageConfig(StrictModel):
+    """eks only: HyperPod managed tiered checkpointing memory."""
+
+    memory_percent: Annotated[int, Field(ge=1, le=100)] = Field(
+        default=20, description="Share of instance memory given to the tiered storage."
+    )
+
+
+class SlurmSettings(StrictModel):
+    """slurm only: orchestrator-level Slurm settings."""
+
+    config_strategy: Literal["Managed", "Merge", "Overwrite"] | None = Field(
+        default=None,
+        description="SlurmConfigStrategy; must stay null under Continuous provisioning.",
+    )
+    accounting_database: bool = Field(
+        default=False,
+        description="Continuous only: a managed MySQL-compatible database for slurmdbd.",
+    )
+    accounting_instance_class: (
+        Annotated[
+            str, _matching(r"^db\.[a-z0-9]+\.[a-z0-9]+$", "an RDS instance class like db.r6g.large")
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="RDS instance class of the accounting database (default db.t4g.medium).",
+    )
+    accounting_multi_az: bool = Field(default=False, description="A standby in a second AZ.")
+    accounting_availability_zone_ids: list[AzId] = Field(
+        default_factory=list,
+        description="New VPC: two or more AZ IDs for the database subnets (RDS needs two AZs).",
+    )
+    accounting_subnet_ids: list[SubnetId] = Field(
+        default_factory=list,
+        description="Adopted VPC: private subnets in two or more AZs for the database.",
+    )
+
+
+class ScheduledUpdate(StrictModel):
+    """A rolling AMI update window for a group (ScheduledUpdateConfig)."""
+
+    schedule: Annotated[
+        str,
+        _matching(
+            CRON_PATTERN, 'a six-field cron expression like "cron(0 3 ? * SUN *)"', max_length=256
+        ),
+    ] = Field(description='An EventBridge cron expression, e.g. "cron(0 3 ? * SUN *)".')
+    batch_percent: Annotated[int, Field(ge=1, le=100)] | None = Field(
+        default=None, description="Share of the group updated at once."
+    )
+    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT)] | None = Field(
+        default=None, description="Or a number of instances updated at once."
+    )
+    wait_seconds: Annotated[int, Field(ge=0, le=3600)] | None = Field(
+        default=None, description="Wait between batches."
+    )
+    rollback_alarms: RollbackAlarms = Field(
+        default_factory=list,
+        description="CloudWatch alarm names that roll the update back (at most 10).",
+    )
+
+
+class AutoPatch(StrictModel):
+    """Automatic security-patch AMI updates of a group (AutoPatchConfig)."""
+
+    strategy: Literal["WhenIdle", "WhenAllIdle"]
+    batch_percent: Annotated[int, Field(ge=1, le=100)] | None = None
+    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT)] | None = None
+    wait_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+    rollback_alarms: RollbackAlarms = Field(default_factory=list)
+
+
+class Taint(StrictModel):
+    """eks only: a Kubernetes taint put on the group's nodes."""
+
+    key: Annotated[
+        str,
+        _matching(
+            r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+            "a Kubernetes key like example.com/name (a name of up to 63 letters, digits, '-', '_' and '.')",
+        ),
+    ]
+    value: (
+        Annotated[
+            str,
+            _matching(
+                r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+                "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
+            ),
+        ]
+        | None
+    ) = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+class InstanceGroup(StrictModel):
+    """One HyperPod instance group."""
+
+    name: Annotated[
+        str,
+        _matching(
+            facts.INSTANCE_GROUP_NAME_PATTERN,
+            "letters, digits and single hyphens, starting and ending with a letter or digit",
+            max_length=facts.INSTANCE_GROUP_NAME_MAX,
+        ),
+    ] = Field(description="Unique; letters, digits and hyphens, at most 63 characters.")
+    instance_type: InstanceType | None = Field(default=None, description="e.g. ml.p5.48xlarge.")
+    instance_types: Annotated[
+        list[InstanceType], Field(max_length=facts.MAX_FLEXIBLE_INSTANCE_TYPES)
+    ] = Field(
+        default_factory=list,
+        description="Continuous only: types HyperPod may choose from, in priority order.",
+    )
+    count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT)] = Field(
+        description="Target instance count."
+    )
+    node_type: Literal["Controller", "Login", "Compute"] | None = Field(
+        default=None, description="slurm only; default Compute."
+    )
+    partition: (
+        Annotated[str, _matching(facts.PARTITION_NAME_PATTERN, "letters, digits, '-' and '_'")]
+        | None
+    ) = Field(default=None, description="slurm Compute groups only; default: the group name.")
+    threads_per_core: Literal[1, 2] | None = Field(
+        default=None, description="1 disables hyperthreading."
+    )
+    ebs_volume_gb: Annotated[int, Field(ge=1, le=facts.MAX_EBS_GB)] | None = Field(
+        default=None, description="Extra EBS volume per instance, mounted at /opt/sagemaker."
+    )
+    ebs_kms_key_arn: KmsKeyArn | None = None
+    deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
+        default_factory=list, description="GPU and Trainium groups only."
+    )
+    training_plan_arn: (
+        Annotated[
+            str,
+            _matching(
+                r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:[0-9]{12}:training-plan/[a-zA-Z0-9](-*[a-zA-Z0-9]){0,63}$",
+                "a training plan ARN like arn:aws:sagemaker:us-west-2:111122223333:training-plan/name",
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None, description="A SageMaker training plan that reserves this group's capacity."
+    )
+    availability_zone_id: AzId | None = Field(
+        default=None, description="Another AZ for this group; needs a HyperPod subnet there."
+    )
+    execution_role_arn: RoleArn | None = None
+    image_id: (
+        Annotated[str, _matching(r"^ami-[0-9a-f]{8,17}$", "an AMI id like ami-0123456789abcdef0")]
+        | None
+    ) = Field(default=None, description="A custom AMI built from a HyperPod AMI.")
+    image_release_version: (
+        Annotated[str, _matching(r"^[0-9]+\.[0-9]+\.[0-9]+$", "a HyperPod AMI release like 1.2.3")]
+        | None
+    ) = Field(default=None, description="eks only: a HyperPod AMI release.")
+    min_count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT)] | None = Field(
+        default=None, description="Continuous only: the group is InService once this many are up."
+    )
+    capacity_type: Literal["on_demand", "spot"] = Field(
+        default="on_demand", description="spot: Continuous only."
+    )
+    network_interface: Literal["efa", "efa-only"] | None = None
+    scheduled_update: ScheduledUpdate | None = None
+    auto_patch: AutoPatch | None = None
+    labels: dict[
+        Annotated[
+            str,
+            _matching(
+                r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+                "a Kubernetes key like example.com/name (a name of up to 63 letters, digits, '-', '_' and '.')",
+            ),
+        ],
+        Annotated[
+            str,
+            _matching(
+                r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+                "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
+            ),
+        ],
+    ] = Field(default_factory=dict, description="eks only: Kubernetes node labels.")
+    taints: list[Taint] = Field(default_factory=list, description="eks only: Kubernetes taints.")
+
+    @field_validator("deep_health_checks")
+    @classmethod
+    def _unique_checks(cls, value: list[str]) -> list[str]:
+        return _unique(value, "deep health checks")
+
+    @field_validator("instance_types")
+    @classmethod
+    def _unique_types(cls, value: list[str]) -> list[str]:
+        return _unique(value, "instance types")
+
+    @property
+    def effective_node_type(self) -> str:
+        """The Slurm node type, Compute when not given."""
+        return self.node_type or "Compute"
+
+    @property
+    def effective_partition(self) -> str | None:
+        """The Slurm partition of a Compute group (default: the group name)."""
+        if self.effective_node_type != "Compute":
+            return None
+        return self.partition or self.name
+
+    @property
+    def all_instance_types(self) -> list[str]:
+        """Every instance type this group may run."""
+        return [self.instance_type] if self.instance_type else list(self.instance_types)
+
+
+class ClusterConfig(StrictModel):
+    """The HyperPod cluster."""
+
+    name: (
+        Annotated[
+            str,
+            _matching(
+                facts.CLUSTER_NAME_PATTERN, "letters, digits and hyphens, at most 63 characters"
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Cluster name; default: the environment name.")
+    node_recovery: Literal["Automatic", "None"] = "Automatic"
+    node_provisioning_mode: Literal["Continuous"] | None = "Continuous"
+    lifecycle_scripts: str = Field(
+        default="lifecycle_assets",
+        description="Directory uploaded, unpacked, under a content-hashed prefix (relative to the project root).",
+    )
+    lifecycle_hook: Literal["OnInitComplete", "OnCreate"] = "OnInitComplete"
+    execution_role_arn: RoleArn | None = None
+    auto_scaling: bool = Field(
+        default=False, description="eks only, Continuous: Karpenter autoscaling."
+    )
+    cluster_role_arn: RoleArn | None = None
+    tiered_storage: TieredStorageConfig | None = None
+    slurm: SlurmSettings | None = Field(default=None, description="slurm only.")
+    instance_groups: Annotated[
+        list[InstanceGroup], Field(min_length=1, max_length=facts.MAX_INSTANCE_GROUPS)
+    ]
+
+    @property
+    def slurm_settings(self) -> SlurmSettings:
+        """The Slurm settings, defaults when the section is absent."""
+        return self.slurm or SlurmSettings()
+
+    @property
+    def continuous(self) -> bool:
+        """True under Continuous node provisioning."""
+        return self.node_provisioning_mode == "Continuous"
+
+
+class EksConfig(StrictModel):
+    """eks only: the EKS cluster that orchestrates HyperPod (created or adopted)."""
+
+    cluster_arn: (
+        Annotated[
+            str,
+            _matching(
+                r"^arn:aws[a-z-]*:eks:[a-z0-9-]+:[0-9]{12}:cluster/[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$",
+                "an EKS cluster ARN like arn:aws:eks:us-west-2:111122223333:cluster/name",
+            ),
+        ]
+        | None
+    ) = None
+    kubectl_role_arn: RoleArn | None = None
+    kubernetes_version: Annotated[
+        Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"], BeforeValidator(_decimal_version)
+    ] = "1.35"
+    endpoint_access: Literal["private", "public_and_private", "public"] = "private"
+    public_access_cidrs: list[Cidr] = Field(default_factory=list)
+    admin_principal_arns: list[
+        Annotated[
+            str,
+            _matching(
+                r"^arn:aws[a-z-]*:(iam::[0-9]{12}:(role|user)/.+|sts::[0-9]{12}:assumed-role/.+)$",
+                "an IAM role or user ARN (or an STS assumed-role ARN)",
+            ),
+        ]
+    ] = Field(default_factory=list)
+    logging: list[EksLogType] = Field(default_factory=lambda: list(get_args(EksLogType)))
+    dependencies: dict[
+        Annotated[
+            str,
+            _matching(r"^[a-z][a-z0-9_]*$", "a lowercase name with '_', like training_operator"),
+        ],
+        bool | dict[str, Any],
+    ] = Field(
+        default_factory=dict,
+        description="Per-component toggles of what HyperPod needs on the cluster.",
+    )
+    addons: dict[
+        Annotated[
+            str,
+            _matching(r"^[a-z][a-z0-9_]*$", "a lowercase name with '_', like training_operator"),
+        ],
+        bool | dict[str, Any],
+    ] = Field(default_factory=dict, description="Optional HyperPod add-ons.")
+
+
+class PipelineStage(StrictModel):
+    """One deployment stage of the pipeline: a full environment config."""
+
+    name: Annotated[
+        str,
+        _matching(
+            r"^[A-Za-z][A-Za-z0-9-]{0,63}$", "a letter, then up to 63 letters, digits and '-'"
+        ),
+    ]
+    config: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="Path of the stage's environment config, relative to the pipeline file."
+    )
+    approval: bool = Field(default=False, description="A manual approval before this stage.")
+
+
+class PipelineConfig(StrictModel):
+    """A self-mutating CDK pipeline in the tooling account."""
+
+    connection_arn: Annotated[
+        str,
+        _matching(
+            r"^arn:aws[a-z-]*:(codeconnections|codestar-connections):[a-z0-9-]+:[0-9]{12}:connection/[0-9a-f-]+$",
+            "a CodeConnections connection ARN like arn:aws:codeconnections:us-west-2:111122223333:connection/<id>",
+        ),
+    ]
+    repository: Annotated[str, _matching(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "owner/repository")]
+    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
+    stages: Annotated[list[PipelineStage], Field(min_length=1)]
+
+    @field_validator("stages")
+    @classmethod
+    def _unique_stage_names(cls, value: list[PipelineStage]) -> list[PipelineStage]:
+        _unique([s.name for s in value], "stage names")
+        return value
+
+
+EnvName = Annotated[
+    str,
+    _matching(
+        r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$",
+        "2-32 lowercase letters, digits and hyphens, starting with a letter",
+    ),
+]
+Region = Annotated[str, _matching(facts.REGION_PATTERN, "a region name like us-west-2")]
+Account = Annotated[str, _matching(facts.ACCOUNT_PATTERN, "a 12-digit AWS account id, quoted")]
+TagKey = Annotated[
+    str,
+    _matching(
+        r"^[\w\s.:/=+@-]+$",
+        "letters, digits, spaces and _ . : / = + - @",
+        min_length=1,
+        max_length=128,
+    ),
+]
+TagValue = Annotated[
+    str,
+    _matching(r"^[\w\s.:/=+@-]*$", "letters, digits, spaces and _ . : / = + - @", max_length=256),
+]
+
+
+class EnvironmentConfig(StrictModel):
+    """One HyperPod environment: the root of an environment YAML file."""
+
+    name: EnvName = Field(description="Prefixes stacks and resource names.")
+    account: Account | None = Field(
+        default=None, description="Else CDK_DEFAULT_ACCOUNT; synth works without it."
+    )
+    region: Region
+    orchestrator: Literal["slurm", "eks"] = "slurm"
+    tags: dict[TagKey, TagValue] = Field(
+        default_factory=dict, description="Applied to every taggable resource."
+    )
+    compliance_packs: list[CompliancePack] = Field(default_factory=_default_packs)
+    iam: IamConfig = Field(default_factory=IamConfig)
+    network: NetworkConfig
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    cluster: ClusterConfig
+    eks: EksConfig | None = Field(default=None, description="eks only.")
+
+    @field_validator("compliance_packs")
+    @classmethod
+    def _unique_packs(cls, value: list[str]) -> list[str]:
+        return _unique(value, "compliance packs")
+
+    @field_validator("tags")
+    @classmethod
+    def _no_aws_prefix(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = [k for k in value if k.lower().startswith("aws:")]
+        if reserved:
+            raise ValueError(f"tag key {reserved[0]!r} uses the prefix 'aws:', which AWS reserves")
+        return value
+
+    @property
+    def cluster_name(self) -> str:
+        """The HyperPod cluster name."""
+        return self.cluster.name or self.name
+
+    @property
+    def is_slurm(self) -> bool:
+        """True for Slurm orchestration."""
+        return self.orchestrator == "slurm"
+
+
+class PipelineFileConfig(StrictModel):
+    """The root of a pipeline YAML file: the pipeline and where it lives."""
+
+    name: EnvName
+    account: Account
+    region: Region
+    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
+    compliance_packs: list[CompliancePack] = Field(default_factory=_default_packs)
+    iam: IamConfig = Field(default_factory=IamConfig)
+    pipeline: PipelineConfig
+
+
+def dotted(loc: tuple[int | str, ...]) -> str:
+    """``("cluster", "instance_groups", 2, "name")`` -> ``cluster.instance_groups[2].name``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out

@@ -1,0 +1,702 @@
+"""Rules that relate several keys of an environment config.
+
+Each rule adds :class:`Issue` objects to a list instead of raising, so that one
+run reports every problem. The field-level limits live on the models; the
+rules here are the ones CloudFormation or HyperPod would only reject at deploy
+time (HYPERPOD_FACTS.md), checked before anything reaches AWS.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.models import (
+    ClusterConfig,
+    DataRepositoryAssociation,
+    EnvironmentConfig,
+    FsxConfig,
+    InstanceGroup,
+    NetworkConfig,
+)
+
+# The file the cluster's LifeCycleConfig names; it must exist in the uploaded
+# directory at create time (AWS::SageMaker::Cluster LifeCycleConfig).
+LIFECYCLE_ENTRY_SCRIPT = "entrypoint.sh"
+# A provisioning_parameters.json beside the scripts makes API-driven Slurm
+# updates fail and roll back (HyperPod "Migrating to API-driven Slurm
+# configuration", Troubleshooting).
+LEGACY_SLURM_FILE = "provisioning_parameters.json"
+# Tags the app adds itself; AWS allows 50 per resource.
+MAX_USER_TAGS = 45
+# Subnets of a new VPC's primary CIDR are /24s.
+SERVICE_SUBNET_PREFIX = 24
+
+RFC1918 = tuple(ipaddress.IPv4Network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"))
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One problem (or warning) found in a config, at a dotted key path."""
+
+    path: str
+    message: str
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        prefix = "config error" if self.severity == "error" else "config warning"
+        return f"{prefix}: {self.path}: {self.message}"
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.issues: list[Issue] = []
+
+    def error(self, path: str, message: str) -> None:
+        self.issues.append(Issue(path, message))
+
+    def warn(self, path: str, message: str) -> None:
+        self.issues.append(Issue(path, message, "warning"))
+
+
+def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) -> list[Issue]:
+    """Every cross-key problem of ``cfg``, in the order of the file."""
+    out = _Collector()
+    _check_tags(cfg, out)
+    _check_az_ids(cfg, out)
+    _check_orchestrator_keys(cfg, out)
+    _check_network(cfg.network, cfg, out)
+    _check_fsx(cfg.storage.fsx, cfg, out)
+    _check_cluster(cfg.cluster, cfg, out)
+    _check_groups(cfg.cluster, cfg, out)
+    _check_eks(cfg, out)
+    if project_root is not None:
+        _check_lifecycle_dir(cfg.cluster, project_root, out)
+    return out.issues
+
+
+def _check_tags(cfg: EnvironmentConfig, out: _Collector) -> None:
+    if len(cfg.tags) > MAX_USER_TAGS:
+        out.error(
+            "tags",
+            f"{len(cfg.tags)} tags; at most {MAX_USER_TAGS} (AWS allows 50 per resource, the app adds some)",
+        )
+
+
+def _az_ids(cfg: EnvironmentConfig) -> Iterable[tuple[str, str]]:
+    net = cfg.network
+    yield "network.availability_zone_id", net.availability_zone_id
+    for az in net.additional_compute_cidrs:
+        yield f"network.additional_compute_cidrs.{az}", az
+    for az in net.additional_compute_subnet_ids:
+        yield f"network.additional_compute_subnet_ids.{az}", az
+    for i, az in enumerate(net.eks_availability_zone_ids):
+        yield f"network.eks_availability_zone_ids[{i}]", az
+    for i, az in enumerate(cfg.cluster.slurm_settings.accounting_availability_zone_ids):
+        yield f"cluster.slurm.accounting_availability_zone_ids[{i}]", az
+    for i, group in enumerate(cfg.cluster.instance_groups):
+        if group.availability_zone_id:
+            yield f"cluster.instance_groups[{i}].availability_zone_id", group.availability_zone_id
+
+
+def _check_az_ids(cfg: EnvironmentConfig, out: _Collector) -> None:
+    prefix = facts.az_id_prefix(cfg.region)
+    if prefix is None:
+        return
+    for path, az in _az_ids(cfg):
+        if not az.startswith(prefix + "-"):
+            out.error(
+                path, f"{az!r} is not an AZ ID of {cfg.region}; its AZ IDs look like {prefix}-az1"
+            )
+
+
+def _check_orchestrator_keys(cfg: EnvironmentConfig, out: _Collector) -> None:
+    net, cluster = cfg.network, cfg.cluster
+    if cfg.is_slurm:
+        fix = "applies only with orchestrator: eks; remove it"
+        if cfg.eks is not None:
+            out.error("eks", f"section {fix}")
+        if net.eks_availability_zone_ids:
+            out.error("network.eks_availability_zone_ids", fix)
+        if net.eks_subnet_ids:
+            out.error("network.eks_subnet_ids", fix)
+        if cluster.auto_scaling:
+            out.error("cluster.auto_scaling", fix)
+        if cluster.tiered_storage is not None:
+            out.error("cluster.tiered_storage", fix)
+        for i, group in enumerate(cluster.instance_groups):
+            for key in ("image_release_version", "labels", "taints"):
+                if group.is_set(key) and getattr(group, key):
+                    out.error(f"cluster.instance_groups[{i}].{key}", fix)
+    else:
+        fix = "applies only with orchestrator: slurm; remove it"
+        if cluster.slurm is not None:
+            out.error("cluster.slurm", f"section {fix}")
+        for i, group in enumerate(cluster.instance_groups):
+            for key in ("node_type", "partition"):
+                if getattr(group, key) is not None:
+                    out.error(f"cluster.instance_groups[{i}].{key}", fix)
+
+
+def _check_cidr_block(path: str, block: ipaddress.IPv4Network, out: _Collector) -> None:
+    # VPC user guide "VPC CIDR blocks": a block is between /16 and /28.
+    if not 16 <= block.prefixlen <= 28:
+        out.error(path, f"{block} has a /{block.prefixlen} mask; a VPC CIDR block is /16 to /28")
+
+
+def _rfc1918_range(block: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None:
+    return next((r for r in RFC1918 if block.subnet_of(r)), None)
+
+
+def _service_subnet_count(cfg: EnvironmentConfig) -> int:
+    """How many /24 subnets a new VPC carves from its primary CIDR."""
+    net = cfg.network
+    public = 0 if net.closed_network else 1 + len(net.additional_compute_cidrs)
+    eks = len(net.eks_availability_zone_ids) if not cfg.is_slurm else 0
+    settings = cfg.cluster.slurm_settings
+    database = len(settings.accounting_availability_zone_ids) if settings.accounting_database else 0
+    return public + eks + database
+
+
+def _check_network(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    if net.vpc_id is None:
+        _check_new_vpc(net, cfg, out)
+    else:
+        _check_adopted_vpc(net, out)
+    if len(net.security_group_ids) > facts.MAX_SECURITY_GROUPS - 1:
+        out.error(
+            "network.security_group_ids",
+            f"{len(net.security_group_ids)} groups; at most {facts.MAX_SECURITY_GROUPS - 1} "
+            f"(HyperPod allows {facts.MAX_SECURITY_GROUPS} per cluster and the app adds its EFA group)",
+        )
+    if net.closed_network and net.is_set("nat_gateways") and net.nat_gateways > 0:
+        out.error("network.nat_gateways", "must be 0 (or left out) with closed_network: true")
+    if net.closed_network and net.vpc_id is None:
+        return
+    if net.vpc_id is None and net.nat_gateways == 0:
+        out.error(
+            "network.nat_gateways",
+            "0 leaves the HyperPod nodes with no route to AWS APIs; use at least 1, "
+            "or closed_network: true for VPC endpoints instead",
+        )
+
+
+def _check_new_vpc(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    only_adopted = "applies only when network.vpc_id adopts a VPC"
+    for key in (
+        "compute_subnet_id",
+        "additional_compute_subnet_ids",
+        "eks_subnet_ids",
+        "security_group_ids",
+    ):
+        if getattr(net, key):
+            out.error(f"network.{key}", only_adopted)
+    if cfg.cluster.slurm_settings.accounting_subnet_ids:
+        out.error("cluster.slurm.accounting_subnet_ids", only_adopted)
+
+    blocks = [("network.cidr", net.cidr), ("network.compute_cidr", net.compute_cidr)]
+    blocks += [
+        (f"network.additional_compute_cidrs.{az}", c)
+        for az, c in net.additional_compute_cidrs.items()
+    ]
+    for path, block in blocks:
+        _check_cidr_block(path, block, out)
+    for i, (path_a, a) in enumerate(blocks):
+        for path_b, b in blocks[i + 1 :]:
+            if a.overlaps(b):
+                out.error(
+                    path_b, f"{b} overlaps {path_a} ({a}); the VPC's CIDR blocks must not overlap"
+                )
+    # VPC user guide "IPv4 CIDR block association restrictions": once a VPC has
+    # a block from one RFC 1918 range, blocks from the other ranges are refused.
+    primary_range = _rfc1918_range(net.cidr)
+    for path, block in blocks[1:]:
+        block_range = _rfc1918_range(block)
+        if primary_range and block_range and block_range != primary_range:
+            out.error(
+                path,
+                f"{block} is in {block_range}, the primary CIDR in {primary_range}; AWS refuses "
+                "secondary blocks from another RFC 1918 range",
+            )
+    if net.availability_zone_id in net.additional_compute_cidrs:
+        out.error(
+            f"network.additional_compute_cidrs.{net.availability_zone_id}",
+            "is the main HyperPod AZ, whose subnet is compute_cidr; list only other AZs",
+        )
+    needed = _service_subnet_count(cfg)
+    room = 2 ** max(0, SERVICE_SUBNET_PREFIX - net.cidr.prefixlen)
+    if net.cidr.prefixlen > SERVICE_SUBNET_PREFIX or needed > room:
+        out.error(
+            "network.cidr",
+            f"{net.cidr} has room for {room if net.cidr.prefixlen <= 24 else 0} /24 "
+            f"subnets; this environment needs {needed} (public, EKS and database subnets)",
+        )
+    _check_compute_subnet_room(net, cfg, out)
+    public_azs = 1 + len(net.additional_compute_cidrs)
+    if not net.closed_network and net.nat_gateways > public_azs:
+        out.error(
+            "network.nat_gateways",
+            f"{net.nat_gateways} is more than the {public_azs} AZ(s) with a "
+            "public subnet; use at most one per AZ",
+        )
+
+
+def _check_compute_subnet_room(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    """Each HyperPod subnet has an address for every node placed in its AZ."""
+    nodes: dict[str, int] = {}
+    for group in cfg.cluster.instance_groups:
+        az = group.availability_zone_id or net.availability_zone_id
+        nodes[az] = nodes.get(az, 0) + group.count
+    subnets = {net.availability_zone_id: ("network.compute_cidr", net.compute_cidr)}
+    subnets.update(
+        {
+            az: (f"network.additional_compute_cidrs.{az}", c)
+            for az, c in net.additional_compute_cidrs.items()
+        }
+    )
+    for az, count in nodes.items():
+        if az not in subnets:
+            continue  # reported on the group: no HyperPod subnet in that AZ
+        path, block = subnets[az]
+        # VPC user guide "Subnet CIDR blocks": AWS reserves 5 addresses of every subnet.
+        usable = block.num_addresses - facts.SUBNET_RESERVED_ADDRESSES
+        if count > usable:
+            out.error(
+                path,
+                f"{block} has {usable} usable addresses; the {count} nodes in {az} need at least "
+                "one each (accelerated instances take one per EFA network card): use a larger block, "
+                "e.g. a /16",
+            )
+
+
+def _check_adopted_vpc(net: NetworkConfig, out: _Collector) -> None:
+    if net.compute_subnet_id is None:
+        out.error(
+            "network.compute_subnet_id",
+            "is required with network.vpc_id: the private HyperPod subnet",
+        )
+    only_new = "applies only to a VPC the app creates (network.vpc_id is set)"
+    for key in (
+        "cidr",
+        "compute_cidr",
+        "additional_compute_cidrs",
+        "nat_gateways",
+        "closed_network",
+    ):
+        if net.is_set(key):
+            out.error(f"network.{key}", only_new)
+
+
+def _check_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    base = "storage.fsx"
+    creation_keys = (
+        "storage_capacity_gib", "throughput_per_tib", "compression", "lustre_version", "efa_enabled",
+        "metadata_iops", "backup_retention_days", "kms_key_arn", "removal_policy",
+    )  # fmt: skip
+    if not fsx.enabled:
+        for key in (
+            "file_system_id",
+            "dns_name",
+            "mount_name",
+            "mount_path",
+            *creation_keys,
+            "data_repository_associations",
+        ):
+            if fsx.is_set(key):
+                out.error(
+                    f"{base}.{key}", "has no effect with storage.fsx.enabled: false; remove it"
+                )
+        return
+    if fsx.file_system_id is not None:
+        for key in ("dns_name", "mount_name"):
+            if getattr(fsx, key) is None:
+                out.error(
+                    f"{base}.{key}",
+                    "is required with storage.fsx.file_system_id (an adopted file system)",
+                )
+        for key in creation_keys:
+            if fsx.is_set(key):
+                out.error(
+                    f"{base}.{key}",
+                    "applies only to a file system the app creates, not an adopted one",
+                )
+        if fsx.dns_name and not fsx.dns_name.startswith(fsx.file_system_id + "."):
+            out.error(
+                f"{base}.dns_name", f"{fsx.dns_name!r} is not the DNS name of {fsx.file_system_id}"
+            )
+        if fsx.dns_name and f".fsx.{cfg.region}." not in fsx.dns_name:
+            out.error(f"{base}.dns_name", f"{fsx.dns_name!r} is not in region {cfg.region}")
+    else:
+        for key in ("dns_name", "mount_name"):
+            if getattr(fsx, key) is not None:
+                out.error(
+                    f"{base}.{key}",
+                    "applies only with storage.fsx.file_system_id (an adopted file system)",
+                )
+        _check_new_fsx(fsx, cfg, out)
+    _check_dras(fsx, out)
+
+
+def _check_new_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    base = "storage.fsx"
+    if fsx.lustre_version == "2.12":
+        if fsx.metadata_iops is not None:
+            out.error(
+                f"{base}.metadata_iops",
+                "needs lustre_version 2.15 (no metadata configuration on 2.12)",
+            )
+        if fsx.efa_enabled:
+            out.error(
+                f"{base}.efa_enabled",
+                "needs lustre_version 2.15 (EFA needs a metadata configuration)",
+            )
+    if fsx.efa_enabled:
+        multiple = facts.FSX_EFA_CAPACITY_MULTIPLE[fsx.throughput_per_tib]
+        if fsx.storage_capacity_gib % multiple:
+            out.error(
+                f"{base}.storage_capacity_gib",
+                f"{fsx.storage_capacity_gib} is not valid for an EFA-enabled file system at "
+                f"{fsx.throughput_per_tib} MB/s/TiB; use a multiple of {multiple}",
+            )
+        for i, group in enumerate(cfg.cluster.instance_groups):
+            no_efa = [
+                t
+                for t in group.all_instance_types
+                if t.split(".")[1] in facts.FSX_EFA_UNSUPPORTED_FAMILIES
+            ]
+            if no_efa:
+                out.warn(
+                    f"cluster.instance_groups[{i}]",
+                    f"{no_efa[0]} is not an EFA client of FSx for Lustre; this group reaches the "
+                    "EFA-enabled file system over TCP",
+                )
+            az = group.availability_zone_id
+            if az and az != cfg.network.availability_zone_id:
+                out.warn(
+                    f"cluster.instance_groups[{i}].availability_zone_id",
+                    f"{az} is not the file system's AZ; an EFA-enabled file system serves clients over EFA "
+                    "only in its own AZ and /16, so this group reaches it over TCP",
+                )
+    if fsx.kms_key_arn:
+        _check_kms_region(fsx.kms_key_arn, f"{base}.kms_key_arn", cfg, out)
+    if fsx.backup_retention_days > 0 and fsx.data_repository_associations:
+        out.error(
+            f"{base}.backup_retention_days",
+            "must be 0 while data_repository_associations exist (FSx takes no backups of linked file systems)",
+        )
+
+
+def _dra_target(dra: DataRepositoryAssociation) -> tuple[str, str]:
+    """(bucket, key prefix with a trailing slash); the app's own bucket is ''."""
+    if dra.s3_uri:
+        bucket, _, key = dra.s3_uri[len("s3://") :].partition("/")
+        return bucket, key.rstrip("/") + "/" if key else ""
+    return "", dra.s3_prefix or ""
+
+
+def _is_parent(a: str, b: str) -> bool:
+    """True when path ``a`` equals ``b`` or is a parent directory of it."""
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return b.startswith(a)
+
+
+def _check_dras(fsx: FsxConfig, out: _Collector) -> None:
+    base = "storage.fsx.data_repository_associations"
+    dras = fsx.data_repository_associations
+    if len(dras) > facts.MAX_DATA_REPOSITORY_ASSOCIATIONS:
+        out.error(
+            base,
+            f"{len(dras)} associations; FSx allows at most {facts.MAX_DATA_REPOSITORY_ASSOCIATIONS}",
+        )
+    for i, dra in enumerate(dras):
+        path = f"{base}[{i}]"
+        if (dra.s3_prefix is None) == (dra.s3_uri is None):
+            out.error(
+                path,
+                "give exactly one of s3_prefix (the app's data bucket) or s3_uri (an existing bucket)",
+            )
+        if dra.file_system_path == "/" and len(dras) > 1:
+            out.error(f"{path}.file_system_path", "'/' is allowed only as the sole association")
+        for j, other in enumerate(dras[:i]):
+            paths = (dra.file_system_path, other.file_system_path)
+            # '/' contains every path: the rule above reports it once.
+            if "/" not in paths and (_is_parent(*paths) or _is_parent(*reversed(paths))):
+                out.error(
+                    f"{path}.file_system_path",
+                    f"{dra.file_system_path!r} overlaps {base}[{j}] ({other.file_system_path!r}); "
+                    "association paths must not contain one another",
+                )
+            if (dra.s3_prefix is None) == (dra.s3_uri is None) or (other.s3_prefix is None) == (
+                other.s3_uri is None
+            ):
+                continue
+            (bucket, key), (other_bucket, other_key) = _dra_target(dra), _dra_target(other)
+            if bucket == other_bucket and (key.startswith(other_key) or other_key.startswith(key)):
+                where = dra.s3_uri or f"data bucket prefix {dra.s3_prefix}"
+                out.error(
+                    f"{path}.{'s3_uri' if dra.s3_uri else 's3_prefix'}",
+                    f"{where} overlaps the S3 location of {base}[{j}]; each S3 prefix serves one association",
+                )
+
+
+def _check_cluster(cluster: ClusterConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    settings = cluster.slurm_settings
+    need_continuous = "needs cluster.node_provisioning_mode: Continuous"
+    if not cluster.continuous:
+        if settings.accounting_database:
+            out.error("cluster.slurm.accounting_database", need_continuous)
+        if cluster.auto_scaling:
+            out.error("cluster.auto_scaling", need_continuous)
+    elif settings.config_strategy is not None:
+        out.error(
+            "cluster.slurm.config_strategy",
+            "must stay null under Continuous provisioning (HyperPod rejects any SlurmConfigStrategy then)",
+        )
+    if cluster.auto_scaling and cluster.node_recovery != "Automatic":
+        out.error("cluster.auto_scaling", "needs cluster.node_recovery: Automatic")
+    if not settings.accounting_database:
+        for key in (
+            "accounting_instance_class",
+            "accounting_multi_az",
+            "accounting_availability_zone_ids",
+            "accounting_subnet_ids",
+        ):
+            if settings.is_set(key):
+                out.error(
+                    f"cluster.slurm.{key}",
+                    "applies only with cluster.slurm.accounting_database: true",
+                )
+        return
+    if cfg.network.vpc_id is None:
+        if len(set(settings.accounting_availability_zone_ids)) < 2:
+            out.error(
+                "cluster.slurm.accounting_availability_zone_ids",
+                "needs at least two distinct AZ IDs: an RDS subnet group spans two AZs",
+            )
+        return
+    if settings.accounting_availability_zone_ids:
+        out.error(
+            "cluster.slurm.accounting_availability_zone_ids",
+            "applies only to a VPC the app creates; with network.vpc_id give accounting_subnet_ids",
+        )
+    if len(settings.accounting_subnet_ids) < 2:
+        out.error(
+            "cluster.slurm.accounting_subnet_ids",
+            "needs at least two private subnets in two AZs of the adopted VPC (an RDS subnet group spans two AZs)",
+        )
+
+
+def _check_groups(cluster: ClusterConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
+    groups = cluster.instance_groups
+    seen: dict[str, int] = {}
+    for i, group in enumerate(groups):
+        path = f"cluster.instance_groups[{i}]"
+        if group.name in seen:
+            out.error(
+                f"{path}.name",
+                f"{group.name!r} is already the name of instance_groups[{seen[group.name]}]",
+            )
+        seen.setdefault(group.name, i)
+        _check_group(group, path, cluster, cfg, out)
+    if cfg.is_slurm:
+        _check_slurm_topology(groups, cluster, out)
+
+
+def _check_group(group: InstanceGroup, path: str, cluster: ClusterConfig, cfg: EnvironmentConfig,
+                 out: _Collector) -> None:  # fmt: skip
+    need_continuous = "needs cluster.node_provisioning_mode: Continuous"
+    if group.instance_type and group.instance_types:
+        out.error(f"{path}.instance_types", "give instance_type or instance_types, not both")
+    elif not group.instance_type and not group.instance_types:
+        out.error(
+            f"{path}.instance_type", "is required (or instance_types under Continuous provisioning)"
+        )
+    if not cluster.continuous:
+        if group.instance_types:
+            out.error(f"{path}.instance_types", need_continuous)
+        if group.min_count is not None:
+            out.error(f"{path}.min_count", need_continuous)
+        if group.capacity_type == "spot":
+            out.error(f"{path}.capacity_type", f"spot {need_continuous}")
+    if group.min_count is not None and group.min_count > group.count:
+        out.error(f"{path}.min_count", f"{group.min_count} is more than count ({group.count})")
+    if group.deep_health_checks:
+        cpu_types = [t for t in group.all_instance_types if not facts.is_accelerated(t)]
+        if cpu_types:
+            out.error(
+                f"{path}.deep_health_checks",
+                f"deep health checks run on GPU and Trainium instances only, not {cpu_types[0]}; remove them",
+            )
+        if group.taints:
+            out.error(
+                f"{path}.taints", "custom taints are not allowed on a group with deep_health_checks"
+            )
+    if group.ebs_kms_key_arn:
+        _check_kms_region(group.ebs_kms_key_arn, f"{path}.ebs_kms_key_arn", cfg, out)
+    if group.training_plan_arn:
+        _check_training_plan(group.training_plan_arn, f"{path}.training_plan_arn", cfg, out)
+        if group.capacity_type == "spot":
+            out.error(
+                f"{path}.capacity_type", "spot cannot use a training plan's reserved capacity"
+            )
+    for key in ("scheduled_update", "auto_patch"):
+        update = getattr(group, key)
+        if (
+            update is not None
+            and update.batch_percent is not None
+            and update.batch_count is not None
+        ):
+            out.error(f"{path}.{key}", "give batch_percent or batch_count, not both")
+    az = group.availability_zone_id
+    net = cfg.network
+    if az and az != net.availability_zone_id:
+        if net.vpc_id is None and az not in net.additional_compute_cidrs:
+            out.error(
+                f"{path}.availability_zone_id",
+                f"{az} has no HyperPod subnet; add network.additional_compute_cidrs.{az}",
+            )
+        if net.vpc_id is not None and az not in net.additional_compute_subnet_ids:
+            out.error(
+                f"{path}.availability_zone_id",
+                f"{az} has no HyperPod subnet; add network.additional_compute_subnet_ids.{az}",
+            )
+
+
+def _check_kms_region(arn: str, path: str, cfg: EnvironmentConfig, out: _Collector) -> None:
+    region = arn.split(":")[3]
+    if region != cfg.region:
+        out.error(
+            path,
+            f"the key is in {region}, the environment in {cfg.region}; use a key of {cfg.region}",
+        )
+
+
+def _check_training_plan(arn: str, path: str, cfg: EnvironmentConfig, out: _Collector) -> None:
+    parts = arn.split(":")
+    if parts[3] != cfg.region:
+        out.error(
+            path,
+            f"the plan is in {parts[3]}, the environment in {cfg.region}; a plan is used in its region",
+        )
+    if cfg.account and parts[4] != cfg.account:
+        out.error(path, f"the plan belongs to account {parts[4]}, the environment to {cfg.account}")
+
+
+def _check_slurm_topology(
+    groups: list[InstanceGroup], cluster: ClusterConfig, out: _Collector
+) -> None:
+    controllers = [i for i, g in enumerate(groups) if g.effective_node_type == "Controller"]
+    logins = [i for i, g in enumerate(groups) if g.effective_node_type == "Login"]
+    if not controllers:
+        out.error(
+            "cluster.instance_groups",
+            "a Slurm cluster needs exactly one group with node_type: Controller",
+        )
+    for i in controllers[1:]:
+        out.error(
+            f"cluster.instance_groups[{i}].node_type",
+            f"a second Controller group; instance_groups[{controllers[0]}] is the controller",
+        )
+    for i in logins[1:]:
+        out.error(
+            f"cluster.instance_groups[{i}].node_type",
+            f"a second Login group; at most one (instance_groups[{logins[0]}])",
+        )
+    for i, group in enumerate(groups):
+        path = f"cluster.instance_groups[{i}]"
+        node_type = group.effective_node_type
+        if node_type != "Compute":
+            if group.partition is not None:
+                out.error(
+                    f"{path}.partition", f"only Compute groups have a partition, not {node_type}"
+                )
+            if group.instance_types:
+                out.error(f"{path}.instance_types", f"a {node_type} group runs one instance_type")
+        elif group.effective_partition in facts.RESERVED_PARTITIONS:
+            out.error(
+                f"{path}.partition",
+                f"{group.effective_partition!r} is HyperPod's built-in partition; "
+                "choose another name",
+            )
+        if node_type == "Controller":
+            if group.count < 1:
+                out.error(f"{path}.count", "the Controller group needs at least one instance")
+            elif cluster.continuous and group.count > 1:
+                out.error(
+                    f"{path}.count",
+                    f"{group.count}: multi-head controllers are not supported under "
+                    "Continuous provisioning; use 1",
+                )
+            if group.capacity_type == "spot":
+                out.error(f"{path}.capacity_type", "the Controller runs on on_demand capacity")
+
+
+def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
+    if cfg.is_slurm:
+        return
+    eks = cfg.eks
+    net = cfg.network
+    adopted = eks is not None and eks.cluster_arn is not None
+    if not adopted and net.vpc_id is None and len(set(net.eks_availability_zone_ids)) < 2:
+        out.error(
+            "network.eks_availability_zone_ids",
+            "needs at least two distinct AZ IDs: the EKS control plane spans two AZs",
+        )
+    if not adopted and net.vpc_id is not None and len(net.eks_subnet_ids) < 2:
+        out.error(
+            "network.eks_subnet_ids", "needs at least two subnets in two AZs of the adopted VPC"
+        )
+    if eks is None:
+        return
+    if adopted and eks.cluster_arn is not None:
+        if eks.cluster_arn.split(":")[3] != cfg.region:
+            out.error(
+                "eks.cluster_arn",
+                f"is not in {cfg.region}; HyperPod uses an EKS cluster in its own region",
+            )
+        for key in (
+            "kubernetes_version",
+            "endpoint_access",
+            "public_access_cidrs",
+            "admin_principal_arns",
+            "logging",
+        ):
+            if eks.is_set(key):
+                out.error(
+                    f"eks.{key}",
+                    "applies only to an EKS cluster the app creates (eks.cluster_arn is set)",
+                )
+    elif eks.kubectl_role_arn is not None:
+        out.error("eks.kubectl_role_arn", "applies only with eks.cluster_arn (an adopted cluster)")
+    if eks.endpoint_access == "private" and eks.public_access_cidrs:
+        out.error("eks.public_access_cidrs", "needs endpoint_access public or public_and_private")
+    for i, block in enumerate(eks.public_access_cidrs):
+        if block.prefixlen == 0:
+            out.error(
+                f"eks.public_access_cidrs[{i}]",
+                "0.0.0.0/0 opens the API endpoint to the internet; list the networks that need it",
+            )
+
+
+def _check_lifecycle_dir(cluster: ClusterConfig, project_root: Path, out: _Collector) -> None:
+    path = "cluster.lifecycle_scripts"
+    directory = (project_root / cluster.lifecycle_scripts).resolve()
+    if not directory.is_dir():
+        out.error(path, f"{cluster.lifecycle_scripts!r} is not a directory under {project_root}")
+        return
+    if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
+        out.error(
+            path,
+            f"{cluster.lifecycle_scripts!r} has no {LIFECYCLE_ENTRY_SCRIPT}, the entry script the "
+            "cluster runs",
+        )
+    if any(directory.rglob(LEGACY_SLURM_FILE)):
+        out.error(
+            path,
+            f"contains {LEGACY_SLURM_FILE}; with API-driven Slurm it makes cluster updates fail "
+            "and roll back: remove it",
+        )

@@ -1,0 +1,179 @@
+"""The IAM role HyperPod nodes run as."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from aws_cdk import aws_s3 as s3
+
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
+
+# The AWS managed policy every HyperPod node role needs (HyperPod prerequisites,
+# "IAM role for SageMaker HyperPod").
+CLUSTER_INSTANCE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
+
+
+class ExecutionRole(Construct):
+    """The execution role of HyperPod instance groups: the managed policy plus
+    exactly what the nodes need.
+
+    - ENI management in the HyperPod subnets and security groups (HyperPod
+      attaches the nodes' network interfaces, EFA ones included, in your VPC);
+    - ``fsx:DescribeFileSystems`` when a file system is mounted;
+    - read of the lifecycle scripts: ``s3:ListBucket`` on the bucket limited to
+      the prefix, ``s3:GetObject`` on ``bucket/prefix*`` (the managed policy
+      only covers buckets named ``sagemaker-*``).
+
+    Use :meth:`grant_secret_read` for the accounting database secret.
+
+    :param vpc: the VPC of the nodes (scopes ENI deletion by ``ec2:Vpc``).
+    :param subnets: the HyperPod subnets.
+    :param security_groups: the groups put on the nodes.
+    :param mounts_fsx: grant ``fsx:DescribeFileSystems``.
+    :param role_path: IAM path of the role.
+    :param permissions_boundary: a managed policy set as permissions boundary.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        security_groups: Sequence[ec2.ISecurityGroup],
+        mounts_fsx: bool = True,
+        role_path: str = "/",
+        permissions_boundary: iam.IManagedPolicy | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        stack = cdk.Stack.of(self)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="HyperPod cluster nodes",
+            path=role_path,
+            permissions_boundary=permissions_boundary,
+            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(CLUSTER_INSTANCE_POLICY)],
+        )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{CLUSTER_INSTANCE_POLICY}]",
+            "HyperPod requires this AWS managed policy on every node execution role (HyperPod prerequisites); "
+            "it covers the cluster's CloudWatch logs and metrics and the sagemaker-* buckets only.",
+        )
+
+        def arn(resource: str) -> str:
+            return stack.format_arn(service="ec2", resource=resource, resource_name="*")
+
+        eni_arn = arn("network-interface")
+        policy = iam.Policy(self, "NodePolicy")
+        policy.add_statements(
+            iam.PolicyStatement(
+                sid="DescribeNetwork",
+                actions=[
+                    "ec2:DescribeDhcpOptions",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeSubnets",
+                    "ec2:DescribeVpcs",
+                ],
+                resources=["*"],
+            ),
+            iam.PolicyStatement(
+                sid="CreateNodeInterfaces",
+                actions=["ec2:CreateNetworkInterface"],
+                resources=[
+                    eni_arn,
+                    *(stack.format_arn(service="ec2", resource="subnet", resource_name=s.subnet_id) for s in subnets),
+                    *(
+                        stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+                        for g in security_groups
+                    ),
+                ],
+            ),
+            iam.PolicyStatement(
+                sid="ManageNodeInterfacesInVpc",
+                actions=[
+                    "ec2:CreateNetworkInterfacePermission",
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission",
+                ],
+                resources=[eni_arn],
+                conditions={
+                    "ArnEquals": {
+                        "ec2:Vpc": stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+                    }
+                },
+            ),
+            iam.PolicyStatement(
+                sid="TagNewInterfaces",
+                actions=["ec2:CreateTags"],
+                resources=[eni_arn],
+                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+            ),
+        )
+        if mounts_fsx:
+            policy.add_statements(
+                iam.PolicyStatement(sid="DescribeFileSystems", actions=["fsx:DescribeFileSystems"], resources=["*"])
+            )
+        policy.attach_to_role(self.role)
+        self.policy = policy
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:Describe* and fsx:DescribeFileSystems do not support resource-level permissions "
+            "(Service Authorization Reference); they are read-only.",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ec2:{stack.region}:{nag_account(self)}"
+            ":network-interface/*]",
+            "HyperPod creates the node network interfaces, so their ids are unknown in advance; creation is "
+            "limited to the HyperPod subnets and groups, and deletion to interfaces in this VPC.",
+        )
+
+    def grant_lifecycle_read(self, bucket: s3.IBucket, prefix: str) -> None:
+        """Let the nodes list ``prefix`` in the bucket and read the objects below it."""
+        bucket_arn = bucket.bucket_arn
+        policy = iam.Policy(
+            self,
+            "LifecycleRead",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ListLifecyclePrefix",
+                    actions=["s3:ListBucket"],
+                    resources=[bucket_arn],
+                    conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
+                ),
+                iam.PolicyStatement(
+                    sid="ReadLifecycleScripts", actions=["s3:GetObject"], resources=[f"{bucket_arn}/{prefix}*"]
+                ),
+            ],
+        )
+        policy.attach_to_role(self.role)
+        cfn_bucket = bucket.node.default_child
+        if isinstance(cfn_bucket, cdk.CfnResource):
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::{nag_ref(cfn_bucket, 'Arn')}/{prefix}*]",
+                "Read-only access to the objects under the content-hashed lifecycle prefix the cluster "
+                "boots from, and nothing else in the bucket.",
+            )
+        self.lifecycle_policy = policy
+
+    def grant_secret_read(self, secret_arn: str) -> None:
+        """Let the nodes read one Secrets Manager secret (the accounting database credentials)."""
+        self.role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="ReadAccountingSecret",
+                actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                resources=[secret_arn],
+            )
+        )

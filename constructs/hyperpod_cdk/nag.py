@@ -1,0 +1,64 @@
+"""cdk-nag 3 wiring: compliance packs on the App, and narrow acknowledgments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+import cdk_nag
+from constructs import IConstruct
+
+# A reviewer must be able to judge the reason, so a few words are not enough.
+MIN_REASON_LENGTH = 20
+
+PACKS: dict[str, type[cdk_nag.NagPack]] = {
+    "AwsSolutions": cdk_nag.AwsSolutionsChecks,
+    "NIST80053R5": cdk_nag.NIST80053R5Checks,
+    "HIPAA": cdk_nag.HIPAASecurityChecks,
+    "PCIDSS321": cdk_nag.PCIDSS321Checks,
+}
+
+
+def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
+    """Acknowledge one cdk-nag finding (its full id, granular part included) on ``scope`` and below.
+
+    Put it on the narrowest construct that produces the finding.
+    """
+    if len(reason.strip()) < MIN_REASON_LENGTH:
+        raise ValueError(f"acknowledgment of {finding} needs a reason of at least {MIN_REASON_LENGTH} characters")
+    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+
+
+def nag_account(scope: IConstruct) -> str:
+    """The account as cdk-nag writes it in finding ids: the number, or ``<AWS::AccountId>``."""
+    account = cdk.Stack.of(scope).account
+    return "<AWS::AccountId>" if cdk.Token.is_unresolved(account) else account
+
+
+def nag_partition(scope: IConstruct) -> str:
+    """The partition as cdk-nag writes it: literal when the region is known."""
+    region = cdk.Stack.of(scope).region
+    if cdk.Token.is_unresolved(region):
+        return "<AWS::Partition>"
+    if region.startswith("cn-"):
+        return "aws-cn"
+    return "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+
+def nag_ref(resource: cdk.CfnResource, attribute: str) -> str:
+    """``<LogicalId.Attribute>``: how cdk-nag writes a GetAtt in a finding id."""
+    return f"<{cdk.Stack.of(resource).get_logical_id(resource)}.{attribute}>"
+
+
+def compliance_packs(names: Sequence[str], *, write_suppressions: bool = True) -> list[cdk_nag.NagPack]:
+    """The cdk-nag packs named in ``compliance_packs``.
+
+    ``write_suppressions`` writes every acknowledgment into the template
+    metadata, so the audit trail ships with the template.
+    """
+    return [PACKS[name](write_suppressions_to_cloud_formation=write_suppressions) for name in names]
+
+
+def register_compliance_packs(app: cdk.App, names: Sequence[str]) -> None:
+    """Register the packs once, on the App: that also covers stacks inside Stages."""
+    cdk.Validations.of(app).add_plugins(*compliance_packs(names))

@@ -1,0 +1,260 @@
+"""The VPC of a HyperPod environment: created by AZ ID, or adopted."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS
+from hyperpod_cdk.config.models import NetworkConfig
+from hyperpod_cdk.network.security_group import EfaSecurityGroup
+
+# The primary CIDR of a new VPC is cut in quarters, one per kind of small
+# subnet, so that adding a subnet of one kind never moves another's CIDR
+# (a changed CIDR replaces the subnet).
+_PUBLIC, _EKS, _DATABASE = 0, 1, 2
+_SMALL_SUBNET_PREFIX = 24
+
+
+def small_subnet_cidr(primary: ipaddress.IPv4Network, kind: int, index: int) -> ipaddress.IPv4Network:
+    """The ``index``-th /24 (or smaller) subnet of quarter ``kind`` of ``primary``."""
+    quarter = list(primary.subnets(prefixlen_diff=2))[kind]
+    return list(quarter.subnets(new_prefix=max(_SMALL_SUBNET_PREFIX, quarter.prefixlen)))[index]
+
+
+def _az_logical_suffix(az_id: str) -> str:
+    return "".join(part.capitalize() for part in az_id.split("-"))
+
+
+class HyperPodNetwork(Construct):
+    """Network of a HyperPod environment.
+
+    A new VPC (``network.vpc_id`` unset) gets: the primary CIDR for small
+    subnets (public subnets with NAT gateways, database and EKS subnets), the
+    secondary ``compute_cidr`` used whole as the private HyperPod subnet of
+    ``availability_zone_id``, one more HyperPod subnet per
+    ``additional_compute_cidrs`` entry, an S3 gateway endpoint, optional
+    interface endpoints, and flow logs. Every subnet is created by AZ *ID*, so
+    no AZ name (real or dummy) is ever written into the template. With
+    ``closed_network`` there is no internet gateway or NAT, and the interface
+    endpoints the nodes need are added.
+
+    An adopted VPC (``network.vpc_id`` set) is referenced by id; the HyperPod
+    subnets are ``compute_subnet_id`` and ``additional_compute_subnet_ids``.
+
+    In both cases the construct creates the :class:`EfaSecurityGroup` of the
+    nodes; ``network.security_group_ids`` are added beside it.
+
+    :param network: the ``network`` section of the config.
+    :param database_az_ids: AZ IDs of the database subnets to create (new VPC).
+    :param database_subnet_ids: adopted database subnets (adopted VPC).
+    :param eks_az_ids: AZ IDs of EKS control-plane subnets to create (new VPC).
+    :param eks_subnet_ids: adopted EKS control-plane subnets.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        network: NetworkConfig,
+        database_az_ids: Sequence[str] = (),
+        database_subnet_ids: Sequence[str] = (),
+        eks_az_ids: Sequence[str] = (),
+        eks_subnet_ids: Sequence[str] = (),
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.config = network
+        self.compute_subnets: dict[str, ec2.ISubnet] = {}
+        self.database_subnets: list[ec2.ISubnet] = []
+        self.eks_subnets: list[ec2.ISubnet] = []
+        self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
+        if network.vpc_id is None:
+            self._create_vpc(network, database_az_ids, eks_az_ids)
+        else:
+            self._adopt_vpc(network, database_subnet_ids, eks_subnet_ids)
+        self.efa = EfaSecurityGroup(self, "NodeSecurityGroup", vpc=self.vpc, closed_network=network.closed_network)
+        self.extra_security_groups = [
+            ec2.SecurityGroup.from_security_group_id(self, f"Extra{i}", sg_id, mutable=False)
+            for i, sg_id in enumerate(network.security_group_ids)
+        ]
+        endpoints = list(network.interface_endpoints)
+        if network.closed_network:
+            endpoints += [e for e in CLOSED_NETWORK_ENDPOINTS if e not in endpoints]
+        if endpoints:
+            self._add_interface_endpoints(endpoints)
+
+    @property
+    def compute_subnet(self) -> ec2.ISubnet:
+        """The HyperPod subnet of the main AZ."""
+        return self.compute_subnets[self.config.availability_zone_id]
+
+    @property
+    def node_security_groups(self) -> list[ec2.ISecurityGroup]:
+        """Every security group put on the HyperPod nodes: the EFA group first."""
+        return [self.efa.security_group, *self.extra_security_groups]
+
+    # -- new VPC -------------------------------------------------------------
+
+    def _create_vpc(self, net: NetworkConfig, database_az_ids: Sequence[str], eks_az_ids: Sequence[str]) -> None:
+        cfn_vpc = ec2.CfnVPC(
+            self, "Vpc", cidr_block=str(net.cidr), enable_dns_hostnames=True, enable_dns_support=True
+        )
+        cdk.Tags.of(cfn_vpc).add("Name", f"{cdk.Stack.of(self).stack_name}-vpc")
+        self.vpc = ec2.Vpc.from_vpc_attributes(
+            self,
+            "VpcRef",
+            vpc_id=cfn_vpc.ref,
+            vpc_cidr_block=cfn_vpc.attr_cidr_block,
+            # never rendered: every subnet is made by AZ ID below
+            availability_zones=[cdk.Fn.select(0, cdk.Fn.get_azs())],
+        )
+        self.cidr_blocks = [str(net.cidr), str(net.compute_cidr), *(str(c) for c in net.additional_compute_cidrs.values())]
+        compute_azs = {net.availability_zone_id: net.compute_cidr, **net.additional_compute_cidrs}
+        secondary: dict[str, ec2.CfnVPCCidrBlock] = {}
+        for az_id, block in compute_azs.items():
+            name = "ComputeCidr" if az_id == net.availability_zone_id else f"ComputeCidr{_az_logical_suffix(az_id)}"
+            secondary[az_id] = ec2.CfnVPCCidrBlock(self, name, vpc_id=cfn_vpc.ref, cidr_block=str(block))
+
+        nat_by_az: dict[str, ec2.CfnNatGateway] = {}
+        if not net.closed_network:
+            igw = ec2.CfnInternetGateway(self, "InternetGateway")
+            attach = ec2.CfnVPCGatewayAttachment(self, "InternetGatewayAttachment", vpc_id=cfn_vpc.ref,
+                                                 internet_gateway_id=igw.ref)  # fmt: skip
+            public_rt = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=cfn_vpc.ref)
+            route = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_rt.ref,
+                                 destination_cidr_block="0.0.0.0/0", gateway_id=igw.ref)  # fmt: skip
+            route.node.add_dependency(attach)
+            for index, az_id in enumerate(compute_azs):
+                subnet = self._subnet(f"Public{_az_logical_suffix(az_id)}", cfn_vpc, az_id,
+                                      small_subnet_cidr(net.cidr, _PUBLIC, index), public=True)  # fmt: skip
+                ec2.CfnSubnetRouteTableAssociation(self, f"Public{_az_logical_suffix(az_id)}Association",
+                                                   subnet_id=subnet.ref, route_table_id=public_rt.ref)  # fmt: skip
+                if index < net.nat_gateways:
+                    eip = ec2.CfnEIP(self, f"NatIp{_az_logical_suffix(az_id)}", domain="vpc")
+                    nat = ec2.CfnNatGateway(self, f"Nat{_az_logical_suffix(az_id)}", subnet_id=subnet.ref,
+                                            allocation_id=eip.attr_allocation_id)  # fmt: skip
+                    nat.node.add_dependency(route)
+                    nat_by_az[az_id] = nat
+
+        private_route_tables: list[str] = []
+        first_nat = next(iter(nat_by_az.values()), None)
+        for az_id, block in compute_azs.items():
+            suffix = "" if az_id == net.availability_zone_id else _az_logical_suffix(az_id)
+            rt = ec2.CfnRouteTable(self, f"ComputeRouteTable{suffix}", vpc_id=cfn_vpc.ref)
+            nat = nat_by_az.get(az_id, first_nat)
+            if nat is not None:
+                ec2.CfnRoute(self, f"ComputeDefaultRoute{suffix}", route_table_id=rt.ref,
+                             destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref)  # fmt: skip
+            subnet = self._subnet(f"Compute{suffix}", cfn_vpc, az_id, block, public=False)
+            subnet.node.add_dependency(secondary[az_id])
+            ec2.CfnSubnetRouteTableAssociation(self, f"Compute{suffix}Association", subnet_id=subnet.ref,
+                                               route_table_id=rt.ref)  # fmt: skip
+            private_route_tables.append(rt.ref)
+            self.compute_subnets[az_id] = ec2.Subnet.from_subnet_attributes(
+                self, f"Compute{suffix}Ref", subnet_id=subnet.ref, route_table_id=rt.ref,
+                availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
+            )  # fmt: skip
+
+        if database_az_ids or eks_az_ids:
+            isolated_rt = ec2.CfnRouteTable(self, "IsolatedRouteTable", vpc_id=cfn_vpc.ref)
+            private_route_tables.append(isolated_rt.ref)
+            for kind, label, az_ids, into in (
+                (_DATABASE, "Database", database_az_ids, self.database_subnets),
+                (_EKS, "Eks", eks_az_ids, self.eks_subnets),
+            ):
+                for index, az_id in enumerate(az_ids):
+                    name = f"{label}{_az_logical_suffix(az_id)}"
+                    block = small_subnet_cidr(net.cidr, kind, index)
+                    subnet = self._subnet(name, cfn_vpc, az_id, block, public=False)
+                    ec2.CfnSubnetRouteTableAssociation(self, f"{name}Association", subnet_id=subnet.ref,
+                                                       route_table_id=isolated_rt.ref)  # fmt: skip
+                    into.append(ec2.Subnet.from_subnet_attributes(
+                        self, f"{name}Ref", subnet_id=subnet.ref, route_table_id=isolated_rt.ref,
+                        availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
+                    ))  # fmt: skip
+
+        ec2.CfnVPCEndpoint(
+            self,
+            "S3GatewayEndpoint",
+            vpc_id=cfn_vpc.ref,
+            service_name=f"com.amazonaws.{cdk.Stack.of(self).region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=private_route_tables,
+        )
+        if net.flow_logs:
+            log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                      removal_policy=cdk.RemovalPolicy.RETAIN)  # fmt: skip
+            ec2.FlowLog(
+                self,
+                "FlowLog",
+                resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
+                destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
+                traffic_type=ec2.FlowLogTrafficType.ALL,
+            )
+
+    def _subnet(
+        self, name: str, vpc: ec2.CfnVPC, az_id: str, block: ipaddress.IPv4Network, *, public: bool
+    ) -> ec2.CfnSubnet:
+        subnet = ec2.CfnSubnet(
+            self,
+            name,
+            vpc_id=vpc.ref,
+            cidr_block=str(block),
+            availability_zone_id=az_id,
+            map_public_ip_on_launch=False,
+        )
+        cdk.Tags.of(subnet).add("Name", f"{cdk.Stack.of(self).stack_name}-{name.lower()}")
+        cdk.Tags.of(subnet).add("network", "public" if public else "private")
+        return subnet
+
+    # -- adopted VPC ---------------------------------------------------------
+
+    def _adopt_vpc(self, net: NetworkConfig, database_subnet_ids: Sequence[str], eks_subnet_ids: Sequence[str]) -> None:
+        assert net.vpc_id is not None and net.compute_subnet_id is not None  # guaranteed by the config rules
+        self.vpc = ec2.Vpc.from_vpc_attributes(
+            self, "Vpc", vpc_id=net.vpc_id, availability_zones=[cdk.Fn.select(0, cdk.Fn.get_azs())]
+        )
+        self.cidr_blocks = []
+        subnet_ids = {net.availability_zone_id: net.compute_subnet_id, **net.additional_compute_subnet_ids}
+        for az_id, subnet_id in subnet_ids.items():
+            suffix = "" if az_id == net.availability_zone_id else _az_logical_suffix(az_id)
+            self.compute_subnets[az_id] = ec2.Subnet.from_subnet_id(self, f"Compute{suffix}", subnet_id)
+        self.database_subnets = [
+            ec2.Subnet.from_subnet_id(self, f"Database{i}", subnet_id) for i, subnet_id in enumerate(database_subnet_ids)
+        ]
+        self.eks_subnets = [
+            ec2.Subnet.from_subnet_id(self, f"Eks{i}", subnet_id) for i, subnet_id in enumerate(eks_subnet_ids)
+        ]
+
+    # -- endpoints -----------------------------------------------------------
+
+    def _add_interface_endpoints(self, services: Sequence[str]) -> None:
+        endpoint_sg = ec2.SecurityGroup(
+            self,
+            "EndpointSecurityGroup",
+            vpc=self.vpc,
+            allow_all_outbound=False,
+            description="Interface VPC endpoints: HTTPS from the HyperPod nodes",
+        )
+        endpoint_sg.add_ingress_rule(self.efa.security_group, ec2.Port.tcp(443), "HTTPS from the HyperPod nodes")
+        for block in self.cidr_blocks:
+            endpoint_sg.add_ingress_rule(ec2.Peer.ipv4(block), ec2.Port.tcp(443), f"HTTPS from {block}")
+        subnets = ec2.SubnetSelection(subnets=list(self.compute_subnets.values()))
+        for service in services:
+            name = "".join(p.capitalize() for p in service.replace(".", "-").split("-"))
+            self.interface_endpoints[service] = ec2.InterfaceVpcEndpoint(
+                self,
+                f"{name}Endpoint",
+                vpc=self.vpc,
+                service=ec2.InterfaceVpcEndpointAwsService(service),
+                subnets=subnets,
+                security_groups=[endpoint_sg],
+                private_dns_enabled=True,
+                open=False,
+            )

@@ -1,0 +1,51 @@
+"""The EFA security group every HyperPod node (and the file system) sits in."""
+
+from __future__ import annotations
+
+from aws_cdk import aws_ec2 as ec2
+from constructs import Construct
+
+# FSx for Lustre user guide "File system access control with Amazon VPC":
+# LNet uses TCP 988 and 1018-1023 between clients and file servers.
+LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
+
+
+class EfaSecurityGroup(Construct):
+    """A security group that satisfies the EFA rule, for nodes and FSx.
+
+    EFA needs all traffic in from the group itself *and* out to the group
+    itself; a 0.0.0.0/0 egress rule does not count (awsome-distributed-ai
+    PR #259). CDK drops an explicit self egress rule when
+    ``allow_all_outbound`` is on, so the group is created with it off and gets
+    the egress the nodes need explicitly: HTTPS (AWS APIs through NAT or
+    endpoints), HTTP (distribution package mirrors, unless ``closed_network``)
+    and the Lustre ports (an adopted file system in another group).
+
+    Make anything that needs these rules in place (the file system) depend on
+    this construct: the rules are separate resources.
+
+    :param vpc: the VPC of the HyperPod subnet.
+    :param closed_network: no HTTP egress to the internet when True.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, closed_network: bool = False) -> None:
+        super().__init__(scope, construct_id)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "Group",
+            vpc=vpc,
+            allow_all_outbound=False,
+            description="HyperPod nodes and FSx: all traffic within the group (EFA), egress for AWS APIs",
+        )
+        group = self.security_group
+        group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic from this group")
+        group.add_egress_rule(group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic to this group")
+        group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS APIs (NAT or endpoints)")
+        if not closed_network:
+            group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to distribution package mirrors")
+        for port in LUSTRE_PORTS:
+            group.add_egress_rule(ec2.Peer.any_ipv4(), port, "Lustre to a file system in another group")
+
+    def allow_egress_to(self, peer: ec2.ISecurityGroup, port: ec2.Port, description: str) -> None:
+        """Let the nodes reach ``peer`` on ``port`` (e.g. the accounting database)."""
+        self.security_group.add_egress_rule(peer, port, description)

@@ -1,0 +1,360 @@
+"""The stacks of one HyperPod environment, built the same way from a workstation or a pipeline Stage.
+
+Stack graph (arrows: "waits for")::
+
+    network  <-  storage (stateful)  <-  data-repositories
+      ^  ^           ^
+      |  |           |
+      |  +------- cluster
+      |              |
+      +---- nodes <--+      (lifecycle scripts + execution role)
+
+The data repository associations (minutes each, one at a time) sit in a stack
+nothing waits for; the lifecycle upload and the node role have a stack of
+their own so they deploy while FSx is created.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from hyperpod_cdk.cluster import (
+    AccountingDatabaseRef,
+    HyperPodCluster,
+    LifecycleRef,
+    LifecycleScripts,
+    SlurmAccountingDatabase,
+)
+from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.iam import ExecutionRole
+from hyperpod_cdk.iam.aspects import RolePath
+from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.storage import DataBucket, DataRepositoryAssociations, FileSystemHandle, LustreFileSystem
+
+DESTROY_CONTEXT_FLAG = "destroy_data"
+
+
+def _output(scope: Construct, name: str, value: str, description: str) -> None:
+    cdk.CfnOutput(scope, name, value=value, description=description)
+
+
+class _EnvironmentStack(cdk.Stack):
+    """A stack of the environment: tags, role path and permissions boundary applied."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        cdk.Tags.of(self).add("hyperpod-environment", config.name)
+        for key, value in config.tags.items():
+            cdk.Tags.of(self).add(key, value)
+        if config.iam.permissions_boundary_arn:
+            boundary = iam.ManagedPolicy.from_managed_policy_arn(
+                self, "PermissionsBoundary", config.iam.permissions_boundary_arn
+            )
+            iam.PermissionsBoundary.of(self).apply(boundary)
+        if config.iam.role_path != "/":
+            cdk.Aspects.of(self).add(RolePath(config.iam.role_path))
+
+
+class NetworkStack(_EnvironmentStack):
+    """VPC, HyperPod subnets, endpoints, flow logs and the EFA security group."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        settings = config.cluster.slurm_settings
+        accounting = config.is_slurm and settings.accounting_database
+        self.network = HyperPodNetwork(
+            self,
+            "Network",
+            network=config.network,
+            database_az_ids=settings.accounting_availability_zone_ids if accounting else (),
+            database_subnet_ids=settings.accounting_subnet_ids if accounting else (),
+        )
+        net = self.network
+        _output(self, "VpcId", net.vpc.vpc_id, "VPC of the environment")
+        _output(self, "ComputeSubnetId", net.compute_subnet.subnet_id, "HyperPod subnet of the main AZ")
+        for az_id, subnet in net.compute_subnets.items():
+            if az_id != config.network.availability_zone_id:
+                _output(self, f"ComputeSubnetId{az_id.replace('-', '')}", subnet.subnet_id, f"HyperPod subnet in {az_id}")
+        _output(self, "NodeSecurityGroupId", net.efa.security_group.security_group_id, "EFA security group of the nodes")
+
+
+class StorageStack(_EnvironmentStack):
+    """Stateful resources: the data bucket, FSx for Lustre and the Slurm accounting database.
+
+    Termination protection is on and everything is retained unless the config
+    says ``removal_policy: destroy`` *and* the deploy passes ``-c destroy_data=true``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        network: HyperPodNetwork,
+        allow_data_destroy: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        fsx_cfg = config.storage.fsx
+        destroy = fsx_cfg.removal_policy == "destroy" and allow_data_destroy
+        super().__init__(scope, construct_id, config=config, termination_protection=not destroy, **kwargs)
+        removal = cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN
+        if fsx_cfg.removal_policy == "destroy" and not allow_data_destroy:
+            cdk.Annotations.of(self).add_warning_v2(
+                "hyperpod:retain-data",
+                "storage.fsx.removal_policy is destroy, but the deploy did not pass -c destroy_data=true: "
+                "the file system and data bucket stay RETAIN and termination protection stays on. "
+                "Pass -c destroy_data=true to let a stack deletion remove them.",
+            )
+        self.data = DataBucket(self, "Data", removal_policy=removal)
+        self.data.bucket.node.default_child.override_logical_id("DataBucket")  # type: ignore[union-attr]
+        _output(self, "DataBucketName", self.data.bucket.bucket_name, "S3 data bucket")
+
+        self.file_system: FileSystemHandle | None = None
+        if fsx_cfg.enabled and fsx_cfg.file_system_id is None:
+            lustre = LustreFileSystem(
+                self,
+                "Lustre",
+                config=fsx_cfg,
+                subnet=network.compute_subnet,
+                security_groups=[network.efa.security_group],
+                depends_on=[network.efa],
+                removal_policy=removal,
+            )
+            lustre.resource.override_logical_id("FileSystem")
+            self.file_system = lustre.handle
+        elif fsx_cfg.enabled:
+            self.file_system = FileSystemHandle.from_config(fsx_cfg)
+        if self.file_system is not None:
+            fs = self.file_system
+            _output(self, "FileSystemId", fs.file_system_id, "FSx for Lustre file system id")
+            _output(self, "FileSystemDnsName", fs.dns_name, "FSx for Lustre DNS name")
+            _output(self, "FileSystemMountName", fs.mount_name, "FSx for Lustre mount name")
+
+        self.accounting: SlurmAccountingDatabase | None = None
+        settings = config.cluster.slurm_settings
+        if config.is_slurm and settings.accounting_database:
+            self.accounting = SlurmAccountingDatabase(
+                self,
+                "SlurmAccounting",
+                vpc=network.vpc,
+                subnets=network.database_subnets,
+                clients=network.efa.security_group,
+                instance_class=settings.accounting_instance_class,
+                multi_az=settings.accounting_multi_az,
+            )
+            db = self.accounting
+            db.instance.node.default_child.override_logical_id("SlurmAccountingDatabase")  # type: ignore[union-attr]
+            network.efa.allow_egress_to(db.security_group, cdk.aws_ec2.Port.tcp(3306), "MySQL to the accounting database")
+            _output(self, "AccountingDatabaseEndpoint", db.endpoint, "Slurm accounting database endpoint")
+            _output(self, "AccountingSecretArn", db.secret_arn, "Secret with the accounting database credentials")
+
+
+class DataRepositoryStack(_EnvironmentStack):
+    """FSx data repository associations: nothing waits for this stack."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, storage: StorageStack, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        assert storage.file_system is not None
+        self.associations = DataRepositoryAssociations(
+            self,
+            "Associations",
+            file_system_id=storage.file_system.file_system_id,
+            associations=config.storage.fsx.data_repository_associations,
+            data_bucket=storage.data.bucket,
+        )
+
+
+class LifecycleStack(_EnvironmentStack):
+    """What the nodes boot from and run as: the lifecycle scripts (under a
+    content-hashed prefix) and the execution role that reads them.
+
+    It waits only for the network, so it deploys while FSx is created.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        network: HyperPodNetwork,
+        project_root: Path,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        self.scripts = LifecycleScripts(
+            self,
+            "Scripts",
+            directory=project_root / config.cluster.lifecycle_scripts,
+            settings=node_settings(config),
+        )
+        self.execution_role = ExecutionRole(
+            self,
+            "ExecutionRole",
+            vpc=network.vpc,
+            subnets=list(network.compute_subnets.values()),
+            security_groups=network.node_security_groups,
+            mounts_fsx=config.storage.fsx.enabled,
+        )
+        self.execution_role.grant_lifecycle_read(self.scripts.bucket, self.scripts.prefix)
+        _output(self, "ExecutionRoleArn", self.execution_role.role.role_arn, "Execution role of the nodes")
+        _output(self, "LifecycleBucketName", self.scripts.bucket.bucket_name, "Bucket of the lifecycle scripts")
+        _output(self, "LifecycleScriptsUri", self.scripts.source_s3_uri, "Where the nodes read their scripts")
+
+
+class ClusterStack(_EnvironmentStack):
+    """The HyperPod cluster and its execution role."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        network: HyperPodNetwork,
+        storage: StorageStack,
+        nodes: LifecycleStack,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        cluster_cfg = config.cluster
+        role, lifecycle = nodes.execution_role, nodes.scripts
+        database = None
+        if storage.accounting is not None:
+            role.grant_secret_read(storage.accounting.secret_arn)
+            database = AccountingDatabaseRef(storage.accounting.endpoint, storage.accounting.secret_arn)
+        self.cluster = HyperPodCluster(
+            self,
+            "HyperPod",
+            config=cluster_cfg,
+            cluster_name=config.cluster_name,
+            execution_role_arn=role.role.role_arn,
+            lifecycle=LifecycleRef(lifecycle.source_s3_uri, lifecycle.entry_script),
+            subnets=network.compute_subnets,
+            main_az_id=config.network.availability_zone_id,
+            security_groups=network.node_security_groups,
+            file_system=storage.file_system,
+            accounting_database=database,
+            tags=config.tags,
+            depends_on=[lifecycle.deployment, role.policy, role.lifecycle_policy],
+        )
+        self.cluster.resource.override_logical_id("HyperPodCluster")
+        _output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
+        _output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
+        controller = next((g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"), None)
+        if config.is_slurm and controller:
+            cluster_id = cdk.Fn.select(1, cdk.Fn.split("/", self.cluster.cluster_arn))
+            _output(
+                self,
+                "ControllerSsmCommand",
+                cdk.Fn.join(
+                    "",
+                    [
+                        f"aws sagemaker list-cluster-nodes --region {config.region} --cluster-name "
+                        f"{config.cluster_name} --instance-group-name-contains {controller} "
+                        "--query 'ClusterNodeSummaries[0].InstanceId' --output text  # then: "
+                        f"aws ssm start-session --region {config.region} --target sagemaker-cluster:",
+                        cluster_id,
+                        f"_{controller}-<instance-id>",
+                    ],
+                ),
+                "How to reach the Slurm controller (SSM)",
+            )
+
+
+def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
+    """The settings the lifecycle scripts read on the node (``settings.json``).
+
+    Only literal values: a token here would change the content hash on every synth.
+    """
+    fsx_cfg = config.storage.fsx
+    return {
+        "environment": config.name,
+        "orchestrator": config.orchestrator,
+        "cluster_name": config.cluster_name,
+        "lifecycle_hook": config.cluster.lifecycle_hook,
+        "fsx": {"enabled": fsx_cfg.enabled, "mount_path": fsx_cfg.mount_path, "efa": fsx_cfg.efa_enabled},
+        "slurm_accounting_database": config.is_slurm and config.cluster.slurm_settings.accounting_database,
+        "instance_groups": {
+            g.name: {"node_type": g.effective_node_type if config.is_slurm else "eks", "partition": g.effective_partition}
+            for g in config.cluster.instance_groups
+        },
+    }
+
+
+@dataclass
+class EnvironmentStacks:
+    """The stacks of one environment."""
+
+    network: NetworkStack
+    storage: StorageStack
+    lifecycle: LifecycleStack
+    cluster: ClusterStack
+    data_repositories: DataRepositoryStack | None
+
+    def all(self) -> list[cdk.Stack]:
+        """Every stack, in deploy order."""
+        stacks: list[cdk.Stack] = [self.network, self.storage, self.lifecycle, self.cluster]
+        return stacks + ([self.data_repositories] if self.data_repositories else [])
+
+
+def build_environment(
+    scope: Construct,
+    config: EnvironmentConfig,
+    *,
+    project_root: Path,
+    allow_data_destroy: bool = False,
+    env: cdk.Environment | None = None,
+) -> EnvironmentStacks:
+    """Every stack of ``config`` under ``scope`` (an App or a pipeline Stage)."""
+    env = env or cdk.Environment(account=config.account, region=config.region)
+    prefix = config.name
+    network = NetworkStack(scope, f"{prefix}-network", config=config, env=env,
+                           description=f"HyperPod environment {prefix}: network")  # fmt: skip
+    storage = StorageStack(
+        scope,
+        f"{prefix}-storage",
+        config=config,
+        network=network.network,
+        allow_data_destroy=allow_data_destroy,
+        env=env,
+        description=f"HyperPod environment {prefix}: stateful storage (FSx, data bucket, accounting database)",
+    )
+    lifecycle = LifecycleStack(
+        scope, f"{prefix}-nodes", config=config, network=network.network, project_root=project_root, env=env,
+        description=f"HyperPod environment {prefix}: lifecycle scripts and node execution role",
+    )  # fmt: skip
+    cluster = ClusterStack(
+        scope,
+        f"{prefix}-cluster",
+        config=config,
+        network=network.network,
+        storage=storage,
+        nodes=lifecycle,
+        env=env,
+        description=f"HyperPod environment {prefix}: HyperPod cluster",
+    )
+    data_repositories = None
+    fsx_cfg = config.storage.fsx
+    if fsx_cfg.enabled and fsx_cfg.data_repository_associations:
+        data_repositories = DataRepositoryStack(
+            scope, f"{prefix}-data-repositories", config=config, storage=storage, env=env,
+            description=f"HyperPod environment {prefix}: FSx data repository associations",
+        )  # fmt: skip
+    return EnvironmentStacks(network, storage, lifecycle, cluster, data_repositories)
+
+
+def settings_json(config: EnvironmentConfig) -> str:
+    """``settings.json`` as uploaded (for tests and the lifecycle dry run)."""
+    return json.dumps(node_settings(config), indent=2, sort_keys=True)
