@@ -23,7 +23,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from hyperpod_cdk.cluster import (
     AccountingDatabaseRef,
@@ -153,7 +153,6 @@ class StorageStack(_EnvironmentStack):
             )
             db = self.accounting
             db.instance.node.default_child.override_logical_id("SlurmAccountingDatabase")  # type: ignore[union-attr]
-            network.efa.allow_egress_to(db.security_group, cdk.aws_ec2.Port.tcp(3306), "MySQL to the accounting database")
             _output(self, "AccountingDatabaseEndpoint", db.endpoint, "Slurm accounting database endpoint")
             _output(self, "AccountingSecretArn", db.secret_arn, "Secret with the accounting database credentials")
 
@@ -231,8 +230,9 @@ class ClusterStack(_EnvironmentStack):
         cluster_cfg = config.cluster
         role, lifecycle = nodes.execution_role, nodes.scripts
         database = None
+        depends_on: list[IDependable] = [lifecycle.deployment, role.policy, role.lifecycle_policy]
         if storage.accounting is not None:
-            role.grant_secret_read(storage.accounting.secret_arn)
+            depends_on.append(role.grant_secret_read(storage.accounting.secret_arn, scope=self))
             database = AccountingDatabaseRef(storage.accounting.endpoint, storage.accounting.secret_arn)
         self.cluster = HyperPodCluster(
             self,
@@ -247,7 +247,7 @@ class ClusterStack(_EnvironmentStack):
             file_system=storage.file_system,
             accounting_database=database,
             tags=config.tags,
-            depends_on=[lifecycle.deployment, role.policy, role.lifecycle_policy],
+            depends_on=depends_on,
         )
         self.cluster.resource.override_logical_id("HyperPodCluster")
         _output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")

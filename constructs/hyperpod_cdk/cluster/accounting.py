@@ -53,6 +53,19 @@ class SlurmAccountingDatabase(Construct):
             description="Slurm accounting database: MySQL from the HyperPod nodes only",
         )
         self.security_group.add_ingress_rule(clients, ec2.Port.tcp(MYSQL_PORT), "MySQL from the HyperPod nodes")
+        # The nodes' group allows no egress but what it is given. The rule is
+        # made here (not on the group's own construct) so that a group from
+        # another stack does not come to depend on this one.
+        ec2.CfnSecurityGroupEgress(
+            self,
+            "ClientEgress",
+            group_id=clients.security_group_id,
+            ip_protocol="tcp",
+            from_port=MYSQL_PORT,
+            to_port=MYSQL_PORT,
+            destination_security_group_id=self.security_group.security_group_id,
+            description="MySQL to the Slurm accounting database",
+        )
         instance_type = ec2.InstanceType((instance_class or DEFAULT_INSTANCE_CLASS).removeprefix("db."))
         self.instance = rds.DatabaseInstance(
             self,
@@ -79,7 +92,7 @@ class SlurmAccountingDatabase(Construct):
         assert self.instance.secret is not None
         self.secret = self.instance.secret
         acknowledge(
-            self.secret,
+            self.instance.node.find_child("Secret"),
             "AwsSolutions-SMG4",
             "HyperPod reads these credentials when it configures slurmdbd; rotating them would break "
             "slurmdbd until the cluster is updated, so rotation is a planned operation.",

@@ -168,12 +168,23 @@ class ExecutionRole(Construct):
             )
         self.lifecycle_policy = policy
 
-    def grant_secret_read(self, secret_arn: str) -> None:
-        """Let the nodes read one Secrets Manager secret (the accounting database credentials)."""
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                sid="ReadAccountingSecret",
-                actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
-                resources=[secret_arn],
-            )
+    def grant_secret_read(self, secret_arn: str, scope: Construct | None = None) -> iam.Policy:
+        """Let the nodes read one Secrets Manager secret (the accounting database credentials).
+
+        The policy is created in ``scope`` (default: this construct), e.g. the
+        stack that owns the secret's consumer, so the role's stack need not
+        wait for the secret.
+        """
+        policy = iam.Policy(
+            scope or self,
+            "AccountingSecretRead",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReadAccountingSecret",
+                    actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
+                    resources=[secret_arn],
+                )
+            ],
         )
+        policy.attach_to_role(self.role)
+        return policy

@@ -231,6 +231,12 @@ class HyperPodNetwork(Construct):
         self.eks_subnets = [
             ec2.Subnet.from_subnet_id(self, f"Eks{i}", subnet_id) for i, subnet_id in enumerate(eks_subnet_ids)
         ]
+        cdk.Validations.of(self).acknowledge(
+            cdk.Acknowledgment(
+                id="Annotation::@aws-cdk/aws-ec2:noSubnetRouteTableId",
+                reason="The app adds no routes to an adopted VPC, so adopted subnets need no route table id.",
+            )
+        )
 
     # -- endpoints -----------------------------------------------------------
 
