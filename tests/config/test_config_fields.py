@@ -132,6 +132,8 @@ REJECTED = [
     case({f"{FSX}.metadata_iops": 204000}, f"{FSX}.metadata_iops", "up to 192000"),
     case({f"{FSX}.mount_path": "fsx"}, f"{FSX}.mount_path", "an absolute path like /fsx"),
     case({f"{FSX}.mount_path": "/fsx/../etc"}, f"{FSX}.mount_path", "no '.', '..' or '//' parts"),
+    case({f"{FSX}.mount_path": "/"}, f"{FSX}.mount_path", "is a system directory"),
+    case({f"{FSX}.mount_path": "/opt/sagemaker/"}, f"{FSX}.mount_path", "is a system directory"),
     case(
         {f"{FSX}.backup_retention_days": 91},
         f"{FSX}.backup_retention_days",

@@ -43,6 +43,13 @@ FSX_MAX_BACKUP_RETENTION_DAYS = 90
 # FSx guide "efa-file-systems": EFA clients are Nitro v4+ instances, except trn2.
 FSX_EFA_UNSUPPORTED_FAMILIES = ("trn2", "trn2u")
 
+# Mounting FSx over these would hide the node's own files; /opt/sagemaker holds
+# the instance group's EBS volume (ClusterEbsVolumeConfig).
+RESERVED_MOUNT_PATHS = (
+    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/opt", "/opt/sagemaker", "/proc",
+    "/root", "/run", "/sbin", "/sys", "/tmp", "/usr", "/var",
+)  # fmt: skip
+
 # AWS::FSx::DataRepositoryAssociation: at most 8 per file system.
 MAX_DATA_REPOSITORY_ASSOCIATIONS = 8
 DRA_EVENTS = ("NEW", "CHANGED", "DELETED")

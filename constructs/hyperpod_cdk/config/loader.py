@@ -115,8 +115,6 @@ def _model_at(root: type[BaseModel], loc: tuple[int | str, ...]) -> type[BaseMod
 
 def _kind_of(value: Any) -> str:
     """How the YAML value reads to the person who wrote it."""
-    if value is None:
-        return "null"
     if isinstance(value, bool):
         return "true/false"
     if isinstance(value, int | float):

@@ -345,6 +345,15 @@ class FsxConfig(StrictModel):
     )
     data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
 
+    @field_validator("mount_path")
+    @classmethod
+    def _not_a_system_directory(cls, value: str) -> str:
+        if (value.rstrip("/") or "/") in facts.RESERVED_MOUNT_PATHS:
+            raise ValueError(
+                f"{value!r} is a system directory; mount the file system elsewhere, e.g. /fsx"
+            )
+        return value
+
     @field_validator("storage_capacity_gib")
     @classmethod
     def _persistent_2_capacity(cls, value: int) -> int:

@@ -67,6 +67,7 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     """Every cross-key problem of ``cfg``, in the order of the file."""
     out = _Collector()
     _check_tags(cfg, out)
+    _check_iam_accounts(cfg, out)
     _check_az_ids(cfg, out)
     _check_orchestrator_keys(cfg, out)
     _check_network(cfg.network, cfg, out)
@@ -85,6 +86,33 @@ def _check_tags(cfg: EnvironmentConfig, out: _Collector) -> None:
             "tags",
             f"{len(cfg.tags)} tags; at most {MAX_USER_TAGS} (AWS allows 50 per resource, the app adds some)",
         )
+
+
+def _role_arns(cfg: EnvironmentConfig) -> Iterable[tuple[str, str]]:
+    cluster = cfg.cluster
+    if cfg.iam.permissions_boundary_arn:
+        yield "iam.permissions_boundary_arn", cfg.iam.permissions_boundary_arn
+    for key in ("execution_role_arn", "cluster_role_arn"):
+        arn = getattr(cluster, key)
+        if arn:
+            yield f"cluster.{key}", arn
+    for i, group in enumerate(cluster.instance_groups):
+        if group.execution_role_arn:
+            yield f"cluster.instance_groups[{i}].execution_role_arn", group.execution_role_arn
+
+
+def _check_iam_accounts(cfg: EnvironmentConfig, out: _Collector) -> None:
+    """Roles passed to HyperPod and permissions boundaries live in the environment's account."""
+    if cfg.account is None:
+        return
+    for path, arn in _role_arns(cfg):
+        account = arn.split(":")[4]
+        if account not in (cfg.account, "aws"):
+            out.error(
+                path,
+                f"belongs to account {account}, the environment to {cfg.account}; "
+                "IAM roles and boundaries are used in their own account",
+            )
 
 
 def _az_ids(cfg: EnvironmentConfig) -> Iterable[tuple[str, str]]:
@@ -167,6 +195,13 @@ def _check_network(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) 
         _check_new_vpc(net, cfg, out)
     else:
         _check_adopted_vpc(net, out)
+    for key in ("additional_compute_cidrs", "additional_compute_subnet_ids"):
+        if net.availability_zone_id in getattr(net, key):
+            out.error(
+                f"network.{key}.{net.availability_zone_id}",
+                "is the main HyperPod AZ (network.availability_zone_id), which has its subnet "
+                "already; list only other AZs",
+            )
     if len(net.security_group_ids) > facts.MAX_SECURITY_GROUPS - 1:
         out.error(
             "network.security_group_ids",
@@ -222,11 +257,6 @@ def _check_new_vpc(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) 
                 f"{block} is in {block_range}, the primary CIDR in {primary_range}; AWS refuses "
                 "secondary blocks from another RFC 1918 range",
             )
-    if net.availability_zone_id in net.additional_compute_cidrs:
-        out.error(
-            f"network.additional_compute_cidrs.{net.availability_zone_id}",
-            "is the main HyperPod AZ, whose subnet is compute_cidr; list only other AZs",
-        )
     needed = _service_subnet_count(cfg)
     room = 2 ** max(0, SERVICE_SUBNET_PREFIX - net.cidr.prefixlen)
     if net.cidr.prefixlen > SERVICE_SUBNET_PREFIX or needed > room:

@@ -40,8 +40,7 @@ class LustreFileSystem(Construct):
 
     Built on the L1 resource because the L2 has no EFA or metadata
     configuration. Every knob of ``storage.fsx`` is applied; the file system
-    is encrypted with ``kms_key`` (a new rotating key when not given) and logs
-    warnings and errors to CloudWatch Logs.
+    is encrypted with ``kms_key`` (a new rotating key when not given).
 
     :param config: the ``storage.fsx`` section (a file system to create).
     :param subnet: the HyperPod subnet: FSx takes exactly one subnet, and an
@@ -94,7 +93,6 @@ class LustreFileSystem(Construct):
             copy_tags_to_backups=True if config.backup_retention_days else None,
             efa_enabled=config.efa_enabled or None,
             metadata_configuration=metadata if config.lustre_version != "2.12" else None,
-            log_configuration=fsx.CfnFileSystem.LogConfigurationProperty(level="WARN_ERROR"),
         )
         self.resource = fsx.CfnFileSystem(
             self,
