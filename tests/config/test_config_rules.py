@@ -154,8 +154,13 @@ SLURM_REJECTED = [
         "network.additional_compute_cidrs.usw2-az2",
         "is the main HyperPod AZ",
     ),
-    case({"network.cidr": "10.0.0.0/25"}, "network.cidr", "has room for 0 /24 subnets"),
-    case({**ACCOUNTING, "network.cidr": "10.0.0.0/23"}, "network.cidr", "this environment needs 3"),
+    case({"network.cidr": "10.0.0.0/27"}, "network.cidr", "has room for 0 public subnet(s)"),
+    case({**ACCOUNTING, "network.cidr": "10.0.0.0/23"}, "network.cidr", "has room for 1 database subnet(s)"),
+    case(
+        {"network.cidr": "10.0.0.0/22", "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}},
+        "network.cidr",
+        "has room for 1 public subnet(s) (a quarter of the block, in /24s); this environment needs 2",
+    ),
     case(
         {"network.compute_cidr": "10.1.0.0/28", f"{G}[2].count": 10},
         "network.compute_cidr",
@@ -582,6 +587,8 @@ SLURM_ACCEPTED = [
         "network.interface_endpoints": ["ssm", "logs"],
     },
     {"network.cidr": "10.0.0.0/24"},
+    {"network.cidr": "10.0.0.0/26"},  # quarters are /28s: the smallest subnets AWS allows
+    {"network.cidr": "10.0.0.0/21", "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}},
     {"network.compute_cidr": "10.1.0.0/28"},
     {"network.cidr": "10.0.0.0/16", "network.compute_cidr": "100.64.0.0/16"},
     {"tags": {f"k{i}": "v" for i in range(45)}},

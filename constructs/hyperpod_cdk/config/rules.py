@@ -180,14 +180,28 @@ def _rfc1918_range(block: ipaddress.IPv4Network) -> ipaddress.IPv4Network | None
     return next((r for r in RFC1918 if block.subnet_of(r)), None)
 
 
-def _service_subnet_count(cfg: EnvironmentConfig) -> int:
-    """How many /24 subnets a new VPC carves from its primary CIDR."""
+def _service_subnet_counts(cfg: EnvironmentConfig) -> dict[str, int]:
+    """How many small subnets of each kind a new VPC carves from its primary CIDR."""
     net = cfg.network
-    public = 0 if net.closed_network else 1 + len(net.additional_compute_cidrs)
-    eks = len(net.eks_availability_zone_ids) if not cfg.is_slurm else 0
     settings = cfg.cluster.slurm_settings
-    database = len(settings.accounting_availability_zone_ids) if settings.accounting_database else 0
-    return public + eks + database
+    return {
+        "public": 0 if net.closed_network else 1 + len(net.additional_compute_cidrs),
+        "EKS": len(net.eks_availability_zone_ids) if not cfg.is_slurm else 0,
+        "database": len(settings.accounting_availability_zone_ids) if settings.accounting_database else 0,
+    }
+
+
+def small_subnets_per_kind(primary: ipaddress.IPv4Network) -> int:
+    """Subnets of one kind that fit in ``primary``.
+
+    The network construct gives each kind (public, EKS, database) a quarter of
+    the primary CIDR, cut into /24s (a quarter smaller than a /24 is one
+    subnet), so adding a subnet of one kind never moves another's CIDR.
+    """
+    quarter_prefix = primary.prefixlen + 2
+    if quarter_prefix > 28:  # AWS's smallest subnet is a /28
+        return 0
+    return 2 ** max(0, SERVICE_SUBNET_PREFIX - quarter_prefix)
 
 
 def _check_network(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
@@ -257,14 +271,14 @@ def _check_new_vpc(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) 
                 f"{block} is in {block_range}, the primary CIDR in {primary_range}; AWS refuses "
                 "secondary blocks from another RFC 1918 range",
             )
-    needed = _service_subnet_count(cfg)
-    room = 2 ** max(0, SERVICE_SUBNET_PREFIX - net.cidr.prefixlen)
-    if net.cidr.prefixlen > SERVICE_SUBNET_PREFIX or needed > room:
-        out.error(
-            "network.cidr",
-            f"{net.cidr} has room for {room if net.cidr.prefixlen <= 24 else 0} /24 "
-            f"subnets; this environment needs {needed} (public, EKS and database subnets)",
-        )
+    room = small_subnets_per_kind(net.cidr)
+    for kind, needed in _service_subnet_counts(cfg).items():
+        if needed > room:
+            out.error(
+                "network.cidr",
+                f"{net.cidr} has room for {room} {kind} subnet(s) (a quarter of the block, in /24s); this "
+                f"environment needs {needed}: use a larger block, e.g. a /{min(net.cidr.prefixlen, 20)}",
+            )
     _check_compute_subnet_room(net, cfg, out)
     public_azs = 1 + len(net.additional_compute_cidrs)
     if not net.closed_network and net.nat_gateways > public_azs:
