@@ -44,7 +44,10 @@ def build_app(
     """The App of ``config``: every stack, and the compliance packs registered on the App."""
     app = app or new_app()
     stacks = build_environment(
-        app, config, project_root=project_root, allow_data_destroy=context_flag(app, DESTROY_CONTEXT_FLAG)
+        app,
+        config,
+        project_root=project_root,
+        allow_data_destroy=context_flag(app, DESTROY_CONTEXT_FLAG),
     )
     if nag:
         register_compliance_packs(app, config.compliance_packs)

@@ -36,7 +36,12 @@ from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.iam import ExecutionRole
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.network import HyperPodNetwork
-from hyperpod_cdk.storage import DataBucket, DataRepositoryAssociations, FileSystemHandle, LustreFileSystem
+from hyperpod_cdk.storage import (
+    DataBucket,
+    DataRepositoryAssociations,
+    FileSystemHandle,
+    LustreFileSystem,
+)
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
 
@@ -48,7 +53,9 @@ def _output(scope: Construct, name: str, value: str, description: str) -> None:
 class _EnvironmentStack(cdk.Stack):
     """A stack of the environment: tags, role path and permissions boundary applied."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
         cdk.Tags.of(self).add("hyperpod-environment", config.name)
@@ -66,7 +73,9 @@ class _EnvironmentStack(cdk.Stack):
 class NetworkStack(_EnvironmentStack):
     """VPC, HyperPod subnets, endpoints, flow logs and the EFA security group."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any
+    ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
         settings = config.cluster.slurm_settings
         accounting = config.is_slurm and settings.accounting_database
@@ -79,11 +88,23 @@ class NetworkStack(_EnvironmentStack):
         )
         net = self.network
         _output(self, "VpcId", net.vpc.vpc_id, "VPC of the environment")
-        _output(self, "ComputeSubnetId", net.compute_subnet.subnet_id, "HyperPod subnet of the main AZ")
+        _output(
+            self, "ComputeSubnetId", net.compute_subnet.subnet_id, "HyperPod subnet of the main AZ"
+        )
         for az_id, subnet in net.compute_subnets.items():
             if az_id != config.network.availability_zone_id:
-                _output(self, f"ComputeSubnetId{az_id.replace('-', '')}", subnet.subnet_id, f"HyperPod subnet in {az_id}")
-        _output(self, "NodeSecurityGroupId", net.efa.security_group.security_group_id, "EFA security group of the nodes")
+                _output(
+                    self,
+                    f"ComputeSubnetId{az_id.replace('-', '')}",
+                    subnet.subnet_id,
+                    f"HyperPod subnet in {az_id}",
+                )
+        _output(
+            self,
+            "NodeSecurityGroupId",
+            net.efa.security_group.security_group_id,
+            "EFA security group of the nodes",
+        )
 
 
 class StorageStack(_EnvironmentStack):
@@ -105,7 +126,9 @@ class StorageStack(_EnvironmentStack):
     ) -> None:
         fsx_cfg = config.storage.fsx
         destroy = fsx_cfg.removal_policy == "destroy" and allow_data_destroy
-        super().__init__(scope, construct_id, config=config, termination_protection=not destroy, **kwargs)
+        super().__init__(
+            scope, construct_id, config=config, termination_protection=not destroy, **kwargs
+        )
         removal = cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN
         if fsx_cfg.removal_policy == "destroy" and not allow_data_destroy:
             cdk.Annotations.of(self).add_warning_v2(
@@ -153,15 +176,31 @@ class StorageStack(_EnvironmentStack):
             )
             db = self.accounting
             db.instance.node.default_child.override_logical_id("SlurmAccountingDatabase")  # type: ignore[union-attr]
-            _output(self, "AccountingDatabaseEndpoint", db.endpoint, "Slurm accounting database endpoint")
-            _output(self, "AccountingSecretArn", db.secret_arn, "Secret with the accounting database credentials")
+            _output(
+                self,
+                "AccountingDatabaseEndpoint",
+                db.endpoint,
+                "Slurm accounting database endpoint",
+            )
+            _output(
+                self,
+                "AccountingSecretArn",
+                db.secret_arn,
+                "Secret with the accounting database credentials",
+            )
 
 
 class DataRepositoryStack(_EnvironmentStack):
     """FSx data repository associations: nothing waits for this stack."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, storage: StorageStack, **kwargs: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        storage: StorageStack,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
         assert storage.file_system is not None
@@ -207,9 +246,24 @@ class LifecycleStack(_EnvironmentStack):
             mounts_fsx=config.storage.fsx.enabled,
         )
         self.execution_role.grant_lifecycle_read(self.scripts.bucket, self.scripts.prefix)
-        _output(self, "ExecutionRoleArn", self.execution_role.role.role_arn, "Execution role of the nodes")
-        _output(self, "LifecycleBucketName", self.scripts.bucket.bucket_name, "Bucket of the lifecycle scripts")
-        _output(self, "LifecycleScriptsUri", self.scripts.source_s3_uri, "Where the nodes read their scripts")
+        _output(
+            self,
+            "ExecutionRoleArn",
+            self.execution_role.role.role_arn,
+            "Execution role of the nodes",
+        )
+        _output(
+            self,
+            "LifecycleBucketName",
+            self.scripts.bucket.bucket_name,
+            "Bucket of the lifecycle scripts",
+        )
+        _output(
+            self,
+            "LifecycleScriptsUri",
+            self.scripts.source_s3_uri,
+            "Where the nodes read their scripts",
+        )
 
 
 class ClusterStack(_EnvironmentStack):
@@ -233,7 +287,9 @@ class ClusterStack(_EnvironmentStack):
         depends_on: list[IDependable] = [lifecycle.deployment, role.policy, role.lifecycle_policy]
         if storage.accounting is not None:
             depends_on.append(role.grant_secret_read(storage.accounting.secret_arn, scope=self))
-            database = AccountingDatabaseRef(storage.accounting.endpoint, storage.accounting.secret_arn)
+            database = AccountingDatabaseRef(
+                storage.accounting.endpoint, storage.accounting.secret_arn
+            )
         self.cluster = HyperPodCluster(
             self,
             "HyperPod",
@@ -252,7 +308,10 @@ class ClusterStack(_EnvironmentStack):
         self.cluster.resource.override_logical_id("HyperPodCluster")
         _output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
         _output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
-        controller = next((g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"), None)
+        controller = next(
+            (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"),
+            None,
+        )
         if config.is_slurm and controller:
             cluster_id = cdk.Fn.select(1, cdk.Fn.split("/", self.cluster.cluster_arn))
             _output(
@@ -284,10 +343,18 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
         "orchestrator": config.orchestrator,
         "cluster_name": config.cluster_name,
         "lifecycle_hook": config.cluster.lifecycle_hook,
-        "fsx": {"enabled": fsx_cfg.enabled, "mount_path": fsx_cfg.mount_path, "efa": fsx_cfg.efa_enabled},
-        "slurm_accounting_database": config.is_slurm and config.cluster.slurm_settings.accounting_database,
+        "fsx": {
+            "enabled": fsx_cfg.enabled,
+            "mount_path": fsx_cfg.mount_path,
+            "efa": fsx_cfg.efa_enabled,
+        },
+        "slurm_accounting_database": config.is_slurm
+        and config.cluster.slurm_settings.accounting_database,
         "instance_groups": {
-            g.name: {"node_type": g.effective_node_type if config.is_slurm else "eks", "partition": g.effective_partition}
+            g.name: {
+                "node_type": g.effective_node_type if config.is_slurm else "eks",
+                "partition": g.effective_partition,
+            }
             for g in config.cluster.instance_groups
         },
     }

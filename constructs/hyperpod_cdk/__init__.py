@@ -33,7 +33,24 @@ _EXPORTS = {
     "LustreFileSystem": "hyperpod_cdk.storage",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "AccountingDatabaseRef",
+    "ConfigError",
+    "DataBucket",
+    "DataRepositoryAssociations",
+    "EfaSecurityGroup",
+    "EnvironmentConfig",
+    "ExecutionRole",
+    "FileSystemHandle",
+    "HyperPodCluster",
+    "HyperPodNetwork",
+    "LifecycleRef",
+    "LifecycleScripts",
+    "LustreFileSystem",
+    "SlurmAccountingDatabase",
+    "load_config",
+    "load_environment",
+]
 
 if TYPE_CHECKING:
     from hyperpod_cdk.cluster import (
@@ -46,7 +63,12 @@ if TYPE_CHECKING:
     from hyperpod_cdk.config import ConfigError, EnvironmentConfig, load_config, load_environment
     from hyperpod_cdk.iam import ExecutionRole
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork
-    from hyperpod_cdk.storage import DataBucket, DataRepositoryAssociations, FileSystemHandle, LustreFileSystem
+    from hyperpod_cdk.storage import (
+        DataBucket,
+        DataRepositoryAssociations,
+        FileSystemHandle,
+        LustreFileSystem,
+    )
 
 
 def __getattr__(name: str) -> Any:

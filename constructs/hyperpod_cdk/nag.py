@@ -25,7 +25,9 @@ def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
     Put it on the narrowest construct that produces the finding.
     """
     if len(reason.strip()) < MIN_REASON_LENGTH:
-        raise ValueError(f"acknowledgment of {finding} needs a reason of at least {MIN_REASON_LENGTH} characters")
+        raise ValueError(
+            f"acknowledgment of {finding} needs a reason of at least {MIN_REASON_LENGTH} characters"
+        )
     cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
 
 
@@ -50,7 +52,9 @@ def nag_ref(resource: cdk.CfnResource, attribute: str) -> str:
     return f"<{cdk.Stack.of(resource).get_logical_id(resource)}.{attribute}>"
 
 
-def compliance_packs(names: Sequence[str], *, write_suppressions: bool = True) -> list[cdk_nag.NagPack]:
+def compliance_packs(
+    names: Sequence[str], *, write_suppressions: bool = True
+) -> list[cdk_nag.NagPack]:
     """The cdk-nag packs named in ``compliance_packs``.
 
     ``write_suppressions`` writes every acknowledgment into the template

@@ -155,9 +155,16 @@ SLURM_REJECTED = [
         "is the main HyperPod AZ",
     ),
     case({"network.cidr": "10.0.0.0/27"}, "network.cidr", "has room for 0 public subnet(s)"),
-    case({**ACCOUNTING, "network.cidr": "10.0.0.0/23"}, "network.cidr", "has room for 1 database subnet(s)"),
     case(
-        {"network.cidr": "10.0.0.0/22", "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}},
+        {**ACCOUNTING, "network.cidr": "10.0.0.0/23"},
+        "network.cidr",
+        "has room for 1 database subnet(s)",
+    ),
+    case(
+        {
+            "network.cidr": "10.0.0.0/22",
+            "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"},
+        },
         "network.cidr",
         "has room for 1 public subnet(s) (a quarter of the block, in /24s); this environment needs 2",
     ),
@@ -588,7 +595,10 @@ SLURM_ACCEPTED = [
     },
     {"network.cidr": "10.0.0.0/24"},
     {"network.cidr": "10.0.0.0/26"},  # quarters are /28s: the smallest subnets AWS allows
-    {"network.cidr": "10.0.0.0/21", "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}},
+    {
+        "network.cidr": "10.0.0.0/21",
+        "network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"},
+    },
     {"network.compute_cidr": "10.1.0.0/28"},
     {"network.cidr": "10.0.0.0/16", "network.compute_cidr": "100.64.0.0/16"},
     {"tags": {f"k{i}": "v" for i in range(45)}},

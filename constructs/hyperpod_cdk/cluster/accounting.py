@@ -52,7 +52,9 @@ class SlurmAccountingDatabase(Construct):
             allow_all_outbound=False,
             description="Slurm accounting database: MySQL from the HyperPod nodes only",
         )
-        self.security_group.add_ingress_rule(clients, ec2.Port.tcp(MYSQL_PORT), "MySQL from the HyperPod nodes")
+        self.security_group.add_ingress_rule(
+            clients, ec2.Port.tcp(MYSQL_PORT), "MySQL from the HyperPod nodes"
+        )
         # The nodes' group allows no egress but what it is given. The rule is
         # made here (not on the group's own construct) so that a group from
         # another stack does not come to depend on this one.
@@ -66,7 +68,9 @@ class SlurmAccountingDatabase(Construct):
             destination_security_group_id=self.security_group.security_group_id,
             description="MySQL to the Slurm accounting database",
         )
-        instance_type = ec2.InstanceType((instance_class or DEFAULT_INSTANCE_CLASS).removeprefix("db."))
+        instance_type = ec2.InstanceType(
+            (instance_class or DEFAULT_INSTANCE_CLASS).removeprefix("db.")
+        )
         self.instance = rds.DatabaseInstance(
             self,
             "Instance",

@@ -33,18 +33,26 @@ class LifecycleRef:
     entry_script: str
 
 
-def _deployment_config(update: ScheduledUpdate | AutoPatch) -> _Props.DeploymentConfigProperty | None:
+def _deployment_config(
+    update: ScheduledUpdate | AutoPatch,
+) -> _Props.DeploymentConfigProperty | None:
     batch: _Props.CapacitySizeConfigProperty | None = None
     if update.batch_count is not None:
         batch = _Props.CapacitySizeConfigProperty(type="INSTANCE_COUNT", value=update.batch_count)
     elif update.batch_percent is not None:
-        batch = _Props.CapacitySizeConfigProperty(type="CAPACITY_PERCENTAGE", value=update.batch_percent)
+        batch = _Props.CapacitySizeConfigProperty(
+            type="CAPACITY_PERCENTAGE", value=update.batch_percent
+        )
     if batch is None and update.wait_seconds is None and not update.rollback_alarms:
         return None
     return _Props.DeploymentConfigProperty(
-        rolling_update_policy=_Props.RollingUpdatePolicyProperty(maximum_batch_size=batch) if batch else None,
+        rolling_update_policy=_Props.RollingUpdatePolicyProperty(maximum_batch_size=batch)
+        if batch
+        else None,
         wait_interval_in_seconds=update.wait_seconds,
-        auto_rollback_configuration=[_Props.AlarmDetailsProperty(alarm_name=a) for a in update.rollback_alarms]
+        auto_rollback_configuration=[
+            _Props.AlarmDetailsProperty(alarm_name=a) for a in update.rollback_alarms
+        ]
         or None,
     )
 
@@ -99,8 +107,10 @@ class HyperPodCluster(Construct):
         self._slurm = eks_cluster_arn is None
         orchestrator = (
             _Props.OrchestratorProperty(slurm=self._slurm_orchestrator(accounting_database))
-            if self._slurm
-            else _Props.OrchestratorProperty(eks=_Props.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn))  # type: ignore[arg-type]
+            if eks_cluster_arn is None
+            else _Props.OrchestratorProperty(
+                eks=_Props.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)
+            )
         )
         self.resource = _Props(
             self,
@@ -145,13 +155,16 @@ class HyperPodCluster(Construct):
             ),
         )
 
-    def _storage(self, group: InstanceGroup) -> list[_Props.ClusterInstanceStorageConfigProperty] | None:
+    def _storage(
+        self, group: InstanceGroup
+    ) -> list[_Props.ClusterInstanceStorageConfigProperty] | None:
         configs = []
         if group.ebs_volume_gb is not None:
             configs.append(
                 _Props.ClusterInstanceStorageConfigProperty(
                     ebs_volume_config=_Props.ClusterEbsVolumeConfigProperty(
-                        volume_size_in_gb=group.ebs_volume_gb, volume_kms_key_id=group.ebs_kms_key_arn
+                        volume_size_in_gb=group.ebs_volume_gb,
+                        volume_kms_key_id=group.ebs_kms_key_arn,
                     )
                 )
             )
@@ -175,7 +188,9 @@ class HyperPodCluster(Construct):
         )
         az = group.availability_zone_id
         override_vpc = (
-            _Props.VpcConfigProperty(security_group_ids=self._security_group_ids, subnets=[self._subnets[az].subnet_id])
+            _Props.VpcConfigProperty(
+                security_group_ids=self._security_group_ids, subnets=[self._subnets[az].subnet_id]
+            )
             if az and az != self._main_az_id
             else None
         )
@@ -197,7 +212,9 @@ class HyperPodCluster(Construct):
         return _Props.ClusterInstanceGroupProperty(
             instance_group_name=group.name,
             instance_count=group.count,
-            execution_role=group.execution_role_arn or self.config.execution_role_arn or self._execution_role_arn,
+            execution_role=group.execution_role_arn
+            or self.config.execution_role_arn
+            or self._execution_role_arn,
             instance_type=group.instance_type,
             instance_requirements=(
                 _Props.InstanceRequirementsProperty(instance_types=list(group.instance_types))
@@ -206,7 +223,9 @@ class HyperPodCluster(Construct):
             ),
             min_instance_count=group.min_count,
             capacity_requirements=(
-                _Props.ClusterCapacityRequirementsProperty(spot={}) if group.capacity_type == "spot" else None
+                _Props.ClusterCapacityRequirementsProperty(spot={})
+                if group.capacity_type == "spot"
+                else None
             ),
             life_cycle_config=lifecycle,
             threads_per_core=group.threads_per_core,

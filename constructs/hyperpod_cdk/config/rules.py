@@ -187,7 +187,9 @@ def _service_subnet_counts(cfg: EnvironmentConfig) -> dict[str, int]:
     return {
         "public": 0 if net.closed_network else 1 + len(net.additional_compute_cidrs),
         "EKS": len(net.eks_availability_zone_ids) if not cfg.is_slurm else 0,
-        "database": len(settings.accounting_availability_zone_ids) if settings.accounting_database else 0,
+        "database": len(settings.accounting_availability_zone_ids)
+        if settings.accounting_database
+        else 0,
     }
 
 
@@ -201,7 +203,7 @@ def small_subnets_per_kind(primary: ipaddress.IPv4Network) -> int:
     quarter_prefix = primary.prefixlen + 2
     if quarter_prefix > 28:  # AWS's smallest subnet is a /28
         return 0
-    return 2 ** max(0, SERVICE_SUBNET_PREFIX - quarter_prefix)
+    return int(2 ** max(0, SERVICE_SUBNET_PREFIX - quarter_prefix))
 
 
 def _check_network(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) -> None:

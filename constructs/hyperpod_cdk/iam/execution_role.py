@@ -7,9 +7,8 @@ from collections.abc import Sequence
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from constructs import Construct
-
 from aws_cdk import aws_s3 as s3
+from constructs import Construct
 
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
 
@@ -60,7 +59,9 @@ class ExecutionRole(Construct):
             description="HyperPod cluster nodes",
             path=role_path,
             permissions_boundary=permissions_boundary,
-            managed_policies=[iam.ManagedPolicy.from_aws_managed_policy_name(CLUSTER_INSTANCE_POLICY)],
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(CLUSTER_INSTANCE_POLICY)
+            ],
         )
         acknowledge(
             self.role,
@@ -91,9 +92,18 @@ class ExecutionRole(Construct):
                 actions=["ec2:CreateNetworkInterface"],
                 resources=[
                     eni_arn,
-                    *(stack.format_arn(service="ec2", resource="subnet", resource_name=s.subnet_id) for s in subnets),
                     *(
-                        stack.format_arn(service="ec2", resource="security-group", resource_name=g.security_group_id)
+                        stack.format_arn(
+                            service="ec2", resource="subnet", resource_name=s.subnet_id
+                        )
+                        for s in subnets
+                    ),
+                    *(
+                        stack.format_arn(
+                            service="ec2",
+                            resource="security-group",
+                            resource_name=g.security_group_id,
+                        )
                         for g in security_groups
                     ),
                 ],
@@ -108,7 +118,9 @@ class ExecutionRole(Construct):
                 resources=[eni_arn],
                 conditions={
                     "ArnEquals": {
-                        "ec2:Vpc": stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+                        "ec2:Vpc": stack.format_arn(
+                            service="ec2", resource="vpc", resource_name=vpc.vpc_id
+                        )
                     }
                 },
             ),
@@ -121,7 +133,9 @@ class ExecutionRole(Construct):
         )
         if mounts_fsx:
             policy.add_statements(
-                iam.PolicyStatement(sid="DescribeFileSystems", actions=["fsx:DescribeFileSystems"], resources=["*"])
+                iam.PolicyStatement(
+                    sid="DescribeFileSystems", actions=["fsx:DescribeFileSystems"], resources=["*"]
+                )
             )
         policy.attach_to_role(self.role)
         self.policy = policy
@@ -153,7 +167,9 @@ class ExecutionRole(Construct):
                     conditions={"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}},
                 ),
                 iam.PolicyStatement(
-                    sid="ReadLifecycleScripts", actions=["s3:GetObject"], resources=[f"{bucket_arn}/{prefix}*"]
+                    sid="ReadLifecycleScripts",
+                    actions=["s3:GetObject"],
+                    resources=[f"{bucket_arn}/{prefix}*"],
                 ),
             ],
         )

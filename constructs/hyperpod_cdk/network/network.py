@@ -21,7 +21,9 @@ _PUBLIC, _EKS, _DATABASE = 0, 1, 2
 _SMALL_SUBNET_PREFIX = 24
 
 
-def small_subnet_cidr(primary: ipaddress.IPv4Network, kind: int, index: int) -> ipaddress.IPv4Network:
+def small_subnet_cidr(
+    primary: ipaddress.IPv4Network, kind: int, index: int
+) -> ipaddress.IPv4Network:
     """The ``index``-th /24 (or smaller) subnet of quarter ``kind`` of ``primary``."""
     quarter = list(primary.subnets(prefixlen_diff=2))[kind]
     return list(quarter.subnets(new_prefix=max(_SMALL_SUBNET_PREFIX, quarter.prefixlen)))[index]
@@ -78,7 +80,9 @@ class HyperPodNetwork(Construct):
             self._create_vpc(network, database_az_ids, eks_az_ids)
         else:
             self._adopt_vpc(network, database_subnet_ids, eks_subnet_ids)
-        self.efa = EfaSecurityGroup(self, "NodeSecurityGroup", vpc=self.vpc, closed_network=network.closed_network)
+        self.efa = EfaSecurityGroup(
+            self, "NodeSecurityGroup", vpc=self.vpc, closed_network=network.closed_network
+        )
         self.extra_security_groups = [
             ec2.SecurityGroup.from_security_group_id(self, f"Extra{i}", sg_id, mutable=False)
             for i, sg_id in enumerate(network.security_group_ids)
@@ -101,9 +105,15 @@ class HyperPodNetwork(Construct):
 
     # -- new VPC -------------------------------------------------------------
 
-    def _create_vpc(self, net: NetworkConfig, database_az_ids: Sequence[str], eks_az_ids: Sequence[str]) -> None:
+    def _create_vpc(
+        self, net: NetworkConfig, database_az_ids: Sequence[str], eks_az_ids: Sequence[str]
+    ) -> None:
         cfn_vpc = ec2.CfnVPC(
-            self, "Vpc", cidr_block=str(net.cidr), enable_dns_hostnames=True, enable_dns_support=True
+            self,
+            "Vpc",
+            cidr_block=str(net.cidr),
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
         )
         cdk.Tags.of(cfn_vpc).add("Name", f"{cdk.Stack.of(self).stack_name}-vpc")
         self.vpc = ec2.Vpc.from_vpc_attributes(
@@ -114,12 +124,22 @@ class HyperPodNetwork(Construct):
             # never rendered: every subnet is made by AZ ID below
             availability_zones=[cdk.Fn.select(0, cdk.Fn.get_azs())],
         )
-        self.cidr_blocks = [str(net.cidr), str(net.compute_cidr), *(str(c) for c in net.additional_compute_cidrs.values())]
+        self.cidr_blocks = [
+            str(net.cidr),
+            str(net.compute_cidr),
+            *(str(c) for c in net.additional_compute_cidrs.values()),
+        ]
         compute_azs = {net.availability_zone_id: net.compute_cidr, **net.additional_compute_cidrs}
         secondary: dict[str, ec2.CfnVPCCidrBlock] = {}
         for az_id, block in compute_azs.items():
-            name = "ComputeCidr" if az_id == net.availability_zone_id else f"ComputeCidr{_az_logical_suffix(az_id)}"
-            secondary[az_id] = ec2.CfnVPCCidrBlock(self, name, vpc_id=cfn_vpc.ref, cidr_block=str(block))
+            name = (
+                "ComputeCidr"
+                if az_id == net.availability_zone_id
+                else f"ComputeCidr{_az_logical_suffix(az_id)}"
+            )
+            secondary[az_id] = ec2.CfnVPCCidrBlock(
+                self, name, vpc_id=cfn_vpc.ref, cidr_block=str(block)
+            )
 
         nat_by_az: dict[str, ec2.CfnNatGateway] = {}
         if not net.closed_network:
@@ -147,10 +167,10 @@ class HyperPodNetwork(Construct):
         for az_id, block in compute_azs.items():
             suffix = "" if az_id == net.availability_zone_id else _az_logical_suffix(az_id)
             rt = ec2.CfnRouteTable(self, f"ComputeRouteTable{suffix}", vpc_id=cfn_vpc.ref)
-            nat = nat_by_az.get(az_id, first_nat)
-            if nat is not None:
+            route_nat = nat_by_az.get(az_id, first_nat)
+            if route_nat is not None:
                 ec2.CfnRoute(self, f"ComputeDefaultRoute{suffix}", route_table_id=rt.ref,
-                             destination_cidr_block="0.0.0.0/0", nat_gateway_id=nat.ref)  # fmt: skip
+                             destination_cidr_block="0.0.0.0/0", nat_gateway_id=route_nat.ref)  # fmt: skip
             subnet = self._subnet(f"Compute{suffix}", cfn_vpc, az_id, block, public=False)
             subnet.node.add_dependency(secondary[az_id])
             ec2.CfnSubnetRouteTableAssociation(self, f"Compute{suffix}Association", subnet_id=subnet.ref,
@@ -215,21 +235,32 @@ class HyperPodNetwork(Construct):
 
     # -- adopted VPC ---------------------------------------------------------
 
-    def _adopt_vpc(self, net: NetworkConfig, database_subnet_ids: Sequence[str], eks_subnet_ids: Sequence[str]) -> None:
-        assert net.vpc_id is not None and net.compute_subnet_id is not None  # guaranteed by the config rules
+    def _adopt_vpc(
+        self, net: NetworkConfig, database_subnet_ids: Sequence[str], eks_subnet_ids: Sequence[str]
+    ) -> None:
+        assert (
+            net.vpc_id is not None and net.compute_subnet_id is not None
+        )  # guaranteed by the config rules
         self.vpc = ec2.Vpc.from_vpc_attributes(
             self, "Vpc", vpc_id=net.vpc_id, availability_zones=[cdk.Fn.select(0, cdk.Fn.get_azs())]
         )
         self.cidr_blocks = []
-        subnet_ids = {net.availability_zone_id: net.compute_subnet_id, **net.additional_compute_subnet_ids}
+        subnet_ids = {
+            net.availability_zone_id: net.compute_subnet_id,
+            **net.additional_compute_subnet_ids,
+        }
         for az_id, subnet_id in subnet_ids.items():
             suffix = "" if az_id == net.availability_zone_id else _az_logical_suffix(az_id)
-            self.compute_subnets[az_id] = ec2.Subnet.from_subnet_id(self, f"Compute{suffix}", subnet_id)
+            self.compute_subnets[az_id] = ec2.Subnet.from_subnet_id(
+                self, f"Compute{suffix}", subnet_id
+            )
         self.database_subnets = [
-            ec2.Subnet.from_subnet_id(self, f"Database{i}", subnet_id) for i, subnet_id in enumerate(database_subnet_ids)
+            ec2.Subnet.from_subnet_id(self, f"Database{i}", subnet_id)
+            for i, subnet_id in enumerate(database_subnet_ids)
         ]
         self.eks_subnets = [
-            ec2.Subnet.from_subnet_id(self, f"Eks{i}", subnet_id) for i, subnet_id in enumerate(eks_subnet_ids)
+            ec2.Subnet.from_subnet_id(self, f"Eks{i}", subnet_id)
+            for i, subnet_id in enumerate(eks_subnet_ids)
         ]
         cdk.Validations.of(self).acknowledge(
             cdk.Acknowledgment(
@@ -248,9 +279,13 @@ class HyperPodNetwork(Construct):
             allow_all_outbound=False,
             description="Interface VPC endpoints: HTTPS from the HyperPod nodes",
         )
-        endpoint_sg.add_ingress_rule(self.efa.security_group, ec2.Port.tcp(443), "HTTPS from the HyperPod nodes")
+        endpoint_sg.add_ingress_rule(
+            self.efa.security_group, ec2.Port.tcp(443), "HTTPS from the HyperPod nodes"
+        )
         for block in self.cidr_blocks:
-            endpoint_sg.add_ingress_rule(ec2.Peer.ipv4(block), ec2.Port.tcp(443), f"HTTPS from {block}")
+            endpoint_sg.add_ingress_rule(
+                ec2.Peer.ipv4(block), ec2.Port.tcp(443), f"HTTPS from {block}"
+            )
         subnets = ec2.SubnetSelection(subnets=list(self.compute_subnets.values()))
         for service in services:
             name = "".join(p.capitalize() for p in service.replace(".", "-").split("-"))

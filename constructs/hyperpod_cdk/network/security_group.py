@@ -28,7 +28,9 @@ class EfaSecurityGroup(Construct):
     :param closed_network: no HTTP egress to the internet when True.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, closed_network: bool = False) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc, closed_network: bool = False
+    ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
             self,
@@ -38,13 +40,23 @@ class EfaSecurityGroup(Construct):
             description="HyperPod nodes and FSx: all traffic within the group (EFA), egress for AWS APIs",
         )
         group = self.security_group
-        group.add_ingress_rule(group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic from this group")
-        group.add_egress_rule(group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic to this group")
-        group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS APIs (NAT or endpoints)")
+        group.add_ingress_rule(
+            group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic from this group"
+        )
+        group.add_egress_rule(
+            group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic to this group"
+        )
+        group.add_egress_rule(
+            ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS APIs (NAT or endpoints)"
+        )
         if not closed_network:
-            group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to distribution package mirrors")
+            group.add_egress_rule(
+                ec2.Peer.any_ipv4(), ec2.Port.tcp(80), "HTTP to distribution package mirrors"
+            )
         for port in LUSTRE_PORTS:
-            group.add_egress_rule(ec2.Peer.any_ipv4(), port, "Lustre to a file system in another group")
+            group.add_egress_rule(
+                ec2.Peer.any_ipv4(), port, "Lustre to a file system in another group"
+            )
 
     def allow_egress_to(self, peer: ec2.ISecurityGroup, port: ec2.Port, description: str) -> None:
         """Let the nodes reach ``peer`` on ``port`` (e.g. the accounting database)."""

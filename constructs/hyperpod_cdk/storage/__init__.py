@@ -4,4 +4,10 @@ from hyperpod_cdk.storage.data_bucket import DataBucket, secure_bucket_props
 from hyperpod_cdk.storage.data_repository import DataRepositoryAssociations
 from hyperpod_cdk.storage.file_system import FileSystemHandle, LustreFileSystem
 
-__all__ = ["DataBucket", "DataRepositoryAssociations", "FileSystemHandle", "LustreFileSystem", "secure_bucket_props"]
+__all__ = [
+    "DataBucket",
+    "DataRepositoryAssociations",
+    "FileSystemHandle",
+    "LustreFileSystem",
+    "secure_bucket_props",
+]

@@ -30,7 +30,11 @@ class DataBucket(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         self.access_logs = s3.Bucket(
@@ -38,7 +42,9 @@ class DataBucket(Construct):
             "AccessLogs",
             **secure_bucket_props(),  # type: ignore[arg-type]
             removal_policy=removal_policy,
-            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))],
+            lifecycle_rules=[
+                s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))
+            ],
         )
         acknowledge(
             self.access_logs,

@@ -50,12 +50,16 @@ class DataRepositoryAssociations(Construct):
                 repository = dra.s3_uri
             s3_config = fsx.CfnDataRepositoryAssociation.S3Property(
                 auto_import_policy=(
-                    fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(events=list(dra.auto_import))
+                    fsx.CfnDataRepositoryAssociation.AutoImportPolicyProperty(
+                        events=list(dra.auto_import)
+                    )
                     if dra.auto_import
                     else None
                 ),
                 auto_export_policy=(
-                    fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(events=list(dra.auto_export))
+                    fsx.CfnDataRepositoryAssociation.AutoExportPolicyProperty(
+                        events=list(dra.auto_export)
+                    )
                     if dra.auto_export
                     else None
                 ),

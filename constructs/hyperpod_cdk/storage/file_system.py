@@ -31,7 +31,9 @@ class FileSystemHandle:
     def from_config(cls, config: FsxConfig) -> FileSystemHandle:
         """The handle of the adopted file system named by ``storage.fsx``."""
         if not (config.file_system_id and config.dns_name and config.mount_name):
-            raise ValueError("storage.fsx needs file_system_id, dns_name and mount_name to adopt a file system")
+            raise ValueError(
+                "storage.fsx needs file_system_id, dns_name and mount_name to adopt a file system"
+            )
         return cls(config.file_system_id, config.dns_name, config.mount_name, config.mount_path)
 
 
