@@ -173,6 +173,7 @@ class StorageStack(_EnvironmentStack):
                 clients=network.efa.security_group,
                 instance_class=settings.accounting_instance_class,
                 multi_az=settings.accounting_multi_az,
+                removal_policy=removal,
             )
             db = self.accounting
             db.instance.node.default_child.override_logical_id("SlurmAccountingDatabase")  # type: ignore[union-attr]
@@ -246,6 +247,13 @@ class LifecycleStack(_EnvironmentStack):
             mounts_fsx=config.storage.fsx.enabled,
         )
         self.execution_role.grant_lifecycle_read(self.scripts.bucket, self.scripts.prefix)
+        # Roles named in the config read the scripts too: the lifecycle bucket
+        # is not a sagemaker-* bucket their managed policy would cover.
+        cluster_cfg = config.cluster
+        external = [cluster_cfg.execution_role_arn, *(g.execution_role_arn for g in cluster_cfg.instance_groups)]
+        for index, arn in enumerate(dict.fromkeys(a for a in external if a)):
+            role = iam.Role.from_role_arn(self, f"ConfiguredRole{index}", arn, mutable=True)
+            self.execution_role.lifecycle_policy.attach_to_role(role)
         _output(
             self,
             "ExecutionRoleArn",
@@ -267,7 +275,7 @@ class LifecycleStack(_EnvironmentStack):
 
 
 class ClusterStack(_EnvironmentStack):
-    """The HyperPod cluster and its execution role."""
+    """The HyperPod cluster (its execution role lives in the nodes stack)."""
 
     def __init__(
         self,
@@ -385,6 +393,10 @@ def build_environment(
     env: cdk.Environment | None = None,
 ) -> EnvironmentStacks:
     """Every stack of ``config`` under ``scope`` (an App or a pipeline Stage)."""
+    if not config.is_slurm:
+        raise NotImplementedError(
+            "orchestrator: eks is validated but not built yet; only Slurm environments synthesize"
+        )
     env = env or cdk.Environment(account=config.account, region=config.region)
     prefix = config.name
     network = NetworkStack(scope, f"{prefix}-network", config=config, env=env,

@@ -23,14 +23,16 @@ class SlurmAccountingDatabase(Construct):
     HyperPod connects slurmdbd to it through ``Orchestrator.Slurm.AccountingDatabase``
     (Continuous provisioning only); the user name and password live in a
     generated Secrets Manager secret that the node role may read. The database
-    is encrypted, deletion-protected, backed up for 7 days, exports its logs,
-    and is snapshotted (not deleted) if it ever leaves the stack.
+    is encrypted, backed up for 7 days and exports its logs. With the default
+    ``removal_policy`` RETAIN it is deletion-protected and kept if it leaves
+    the stack; with DESTROY it is deleted after a final snapshot.
 
     :param vpc: the VPC.
     :param subnets: private subnets in at least two AZs (an RDS subnet group spans two).
     :param clients: the security group of the nodes that connect.
     :param instance_class: e.g. ``db.t4g.medium``.
     :param multi_az: a synchronous standby in a second AZ.
+    :param removal_policy: RETAIN (default) or DESTROY (final snapshot, then deleted).
     """
 
     def __init__(
@@ -43,6 +45,7 @@ class SlurmAccountingDatabase(Construct):
         clients: ec2.ISecurityGroup,
         instance_class: str | None = None,
         multi_az: bool = False,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
@@ -85,9 +88,12 @@ class SlurmAccountingDatabase(Construct):
             allocated_storage=20,
             max_allocated_storage=200,
             multi_az=multi_az,
-            deletion_protection=True,
+            deletion_protection=removal_policy != cdk.RemovalPolicy.DESTROY,
             backup_retention=cdk.Duration.days(7),
-            removal_policy=cdk.RemovalPolicy.SNAPSHOT,
+            # DESTROY still leaves a final snapshot: accounting history is small and precious.
+            removal_policy=(
+                cdk.RemovalPolicy.SNAPSHOT if removal_policy == cdk.RemovalPolicy.DESTROY else removal_policy
+            ),
             cloudwatch_logs_exports=["error", "general", "slowquery"],
             auto_minor_version_upgrade=True,
             publicly_accessible=False,

@@ -12,6 +12,7 @@ from constructs import Construct
 
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.config.models import NetworkConfig
+from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network.security_group import EfaSecurityGroup
 
 # The primary CIDR of a new VPC is cut in quarters, one per kind of small
@@ -207,6 +208,12 @@ class HyperPodNetwork(Construct):
             vpc_endpoint_type="Gateway",
             route_table_ids=private_route_tables,
         )
+        if not net.flow_logs:
+            acknowledge(
+                cfn_vpc,
+                "AwsSolutions-VPC7",
+                "Flow logs are switched off explicitly by the environment config (network.flow_logs: false).",
+            )
         if net.flow_logs:
             log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR,
                                       removal_policy=cdk.RemovalPolicy.RETAIN)  # fmt: skip

@@ -25,8 +25,8 @@ class DataBucket(Construct):
     The data repository associations link prefixes of this bucket into FSx.
 
     :param removal_policy: RETAIN keeps the bucket (and its data) when the
-        stack is deleted; DESTROY deletes it only once it is empty (no
-        automatic emptying: deleting training data takes a person).
+        stack is deleted; DESTROY empties and deletes both buckets (the app
+        passes DESTROY only when the config *and* a context flag ask for it).
     """
 
     def __init__(
@@ -57,6 +57,7 @@ class DataBucket(Construct):
             **secure_bucket_props(),  # type: ignore[arg-type]
             versioned=True,
             removal_policy=removal_policy,
+            auto_delete_objects=removal_policy == cdk.RemovalPolicy.DESTROY,
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="data-bucket/",
             lifecycle_rules=[
