@@ -250,7 +250,10 @@ class LifecycleStack(_EnvironmentStack):
         # Roles named in the config read the scripts too: the lifecycle bucket
         # is not a sagemaker-* bucket their managed policy would cover.
         cluster_cfg = config.cluster
-        external = [cluster_cfg.execution_role_arn, *(g.execution_role_arn for g in cluster_cfg.instance_groups)]
+        external = [
+            cluster_cfg.execution_role_arn,
+            *(g.execution_role_arn for g in cluster_cfg.instance_groups),
+        ]
         for index, arn in enumerate(dict.fromkeys(a for a in external if a)):
             role = iam.Role.from_role_arn(self, f"ConfiguredRole{index}", arn, mutable=True)
             self.execution_role.lifecycle_policy.attach_to_role(role)

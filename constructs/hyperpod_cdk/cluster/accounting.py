@@ -92,7 +92,9 @@ class SlurmAccountingDatabase(Construct):
             backup_retention=cdk.Duration.days(7),
             # DESTROY still leaves a final snapshot: accounting history is small and precious.
             removal_policy=(
-                cdk.RemovalPolicy.SNAPSHOT if removal_policy == cdk.RemovalPolicy.DESTROY else removal_policy
+                cdk.RemovalPolicy.SNAPSHOT
+                if removal_policy == cdk.RemovalPolicy.DESTROY
+                else removal_policy
             ),
             cloudwatch_logs_exports=["error", "general", "slowquery"],
             auto_minor_version_upgrade=True,
