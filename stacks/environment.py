@@ -254,8 +254,11 @@ class LifecycleStack(_EnvironmentStack):
             cluster_cfg.execution_role_arn,
             *(g.execution_role_arn for g in cluster_cfg.instance_groups),
         ]
-        for index, arn in enumerate(dict.fromkeys(a for a in external if a)):
-            role = iam.Role.from_role_arn(self, f"ConfiguredRole{index}", arn, mutable=True)
+        self.configured_roles = [
+            iam.Role.from_role_arn(self, f"ConfiguredRole{index}", arn, mutable=True)
+            for index, arn in enumerate(dict.fromkeys(a for a in external if a))
+        ]
+        for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
         _output(
             self,
@@ -297,7 +300,10 @@ class ClusterStack(_EnvironmentStack):
         database = None
         depends_on: list[IDependable] = [lifecycle.deployment, role.policy, role.lifecycle_policy]
         if storage.accounting is not None:
-            depends_on.append(role.grant_secret_read(storage.accounting.secret_arn, scope=self))
+            secret_read = role.grant_secret_read(storage.accounting.secret_arn, scope=self)
+            for configured in nodes.configured_roles:
+                secret_read.attach_to_role(configured)
+            depends_on.append(secret_read)
             database = AccountingDatabaseRef(
                 storage.accounting.endpoint, storage.accounting.secret_arn
             )
@@ -361,10 +367,15 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
         },
         "slurm_accounting_database": config.is_slurm
         and config.cluster.slurm_settings.accounting_database,
+        # None values are left out: the uploaded JSON must be the one hashed.
         "instance_groups": {
             g.name: {
-                "node_type": g.effective_node_type if config.is_slurm else "eks",
-                "partition": g.effective_partition,
+                key: value
+                for key, value in (
+                    ("node_type", g.effective_node_type if config.is_slurm else "eks"),
+                    ("partition", g.effective_partition),
+                )
+                if value is not None
             }
             for g in config.cluster.instance_groups
         },

@@ -116,6 +116,13 @@ class SlurmAccountingDatabase(Construct):
                 "Multi-AZ is a config choice (cluster.slurm.accounting_multi_az); accounting data is "
                 "backed up daily and a lost instance only pauses job accounting.",
             )
+        if removal_policy == cdk.RemovalPolicy.DESTROY:
+            acknowledge(
+                self.instance,
+                "AwsSolutions-RDS10",
+                "Deletion protection is off only because the config sets removal_policy: destroy and the "
+                "deploy passed -c destroy_data=true; RDS still takes a final snapshot.",
+            )
         acknowledge(
             self.instance,
             "AwsSolutions-RDS11",

@@ -1,0 +1,226 @@
+"""Helpers of the stack tests: which configs are shipped, changing a config dict, reading templates.
+
+The fixtures that synthesize (``synthesized``, ``shipped``, ``build_variant``) are in
+tests/conftest.py, which imports this module (tests/stacks is put on sys.path there).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONFIG_DIR = PROJECT_ROOT / "config"
+
+# The stack of each kind is named "<name>-<kind>".
+STACK_KINDS = ("network", "storage", "nodes", "cluster", "data-repositories")
+
+
+# -- shipped configs -------------------------------------------------------------------------
+
+
+def _all_config_files() -> list[Path]:
+    return [CONFIG_DIR / "default.yaml", *sorted((CONFIG_DIR / "examples").glob("*.yaml"))]
+
+
+def _is_built_by_the_app(path: Path) -> bool:
+    """False for files the app cannot build yet: EKS environments and pipeline files."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return data.get("orchestrator") != "eks" and "pipeline" not in data
+
+
+def config_id(path: Path) -> str:
+    """A short test id: ``default`` for config/default.yaml, else the file's stem."""
+    return "default" if path == CONFIG_DIR / "default.yaml" else path.stem
+
+
+# Every shipped config the app builds today; EKS and pipeline files wait for those features.
+SHIPPED_CONFIGS = [p for p in _all_config_files() if _is_built_by_the_app(p)]
+UNBUILT_CONFIGS = [p for p in _all_config_files() if not _is_built_by_the_app(p)]
+
+
+def config_path(name: str | Path) -> Path:
+    """``"full"`` -> config/examples/full.yaml, ``"default"`` -> config/default.yaml; paths pass."""
+    if isinstance(name, Path):
+        return name.resolve()
+    if name == "default":
+        return CONFIG_DIR / "default.yaml"
+    return CONFIG_DIR / "examples" / f"{name}.yaml"
+
+
+def shipped_params(where: Callable[[Any], bool] | None = None) -> list[Any]:
+    """``pytest.param(path, id=...)`` of each shipped config whose EnvironmentConfig satisfies ``where``.
+
+    For ``@pytest.mark.parametrize("path", shipped_params(...))`` with ``synthesized(path)``;
+    loading a config is cheap (no CDK).
+    """
+    from hyperpod_cdk.config import load_environment
+
+    return [
+        pytest.param(path, id=config_id(path))
+        for path in SHIPPED_CONFIGS
+        if where is None or where(load_environment(path, PROJECT_ROOT))
+    ]
+
+
+# -- changing a config dict ------------------------------------------------------------------
+
+DELETE = object()
+_STEP = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _steps(dotted: str) -> list[str | int]:
+    return [int(index) if index else key for key, index in _STEP.findall(dotted)]
+
+
+def with_changes(data: Mapping[str, Any], changes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of ``data`` with ``{"dotted.path[0].key": value}`` changes applied.
+
+    Missing mappings on the way are created; ``DELETE`` as a value removes the key.
+    """
+    result = copy.deepcopy(dict(data))
+    for dotted, value in (changes or {}).items():
+        *parents, last = _steps(dotted)
+        node: Any = result
+        for step in parents:
+            if isinstance(step, str) and node.get(step) is None:
+                node[step] = {}
+            node = node[step]
+        if value is DELETE:
+            del node[last]
+        else:
+            node[last] = copy.deepcopy(value)
+    return result
+
+
+def config_data(base: str | Path = "default") -> dict[str, Any]:
+    """The YAML mapping of a shipped config, to change in memory."""
+    data: dict[str, Any] = yaml.safe_load(config_path(base).read_text(encoding="utf-8"))
+    return data
+
+
+# -- templates -------------------------------------------------------------------------------
+
+# How CDK writes the lifecycle prefix: lifecycle/<first 20 hex digits of the content hash>/
+LIFECYCLE_PREFIX = re.compile(r"^lifecycle/[0-9a-f]{20}/$")
+
+
+def walk(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every (path, value) pair in a JSON document, containers included."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from walk(item, f"{path}[{index}]")
+
+
+def strings(value: Any) -> Iterator[tuple[str, str]]:
+    """Every string in a JSON document (keys not included) with its path."""
+    for path, item in walk(value):
+        if isinstance(item, str):
+            yield path, item
+
+
+def join_parts(value: Any) -> list[Any]:
+    """The parts of an ``Fn::Join`` with an empty separator, or ``[value]``."""
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        assert separator == "", value
+        return list(parts)
+    return [value]
+
+
+def ref(logical_id: str) -> dict[str, str]:
+    return {"Ref": logical_id}
+
+
+def get_att(logical_id: str, attribute: str) -> dict[str, list[str]]:
+    return {"Fn::GetAtt": [logical_id, attribute]}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def depends_on(resource: dict[str, Any]) -> list[str]:
+    return as_list(resource.get("DependsOn", []))
+
+
+def tags(resource: dict[str, Any]) -> dict[str, str]:
+    return {t["Key"]: t["Value"] for t in resource.get("Properties", {}).get("Tags", [])}
+
+
+def stack_kinds(config: Any) -> list[str]:
+    """The kinds of stack the app builds for a config."""
+    fsx = config.storage.fsx
+    dras = fsx.enabled and bool(fsx.data_repository_associations)
+    return [k for k in STACK_KINDS if k != "data-repositories" or dras]
+
+
+def stack_params() -> list[Any]:
+    """``pytest.param(path, kind, id="<config>-<kind>")`` of every stack of every shipped config."""
+    from hyperpod_cdk.config import load_environment
+
+    return [
+        pytest.param(path, kind, id=f"{config_id(path)}-{kind}")
+        for path in SHIPPED_CONFIGS
+        for kind in stack_kinds(load_environment(path, PROJECT_ROOT))
+    ]
+
+
+# -- snapshots -------------------------------------------------------------------------------
+
+_ASSET_HASH = re.compile(r"[0-9a-f]{64}")
+_LIFECYCLE_HASH = re.compile(r"lifecycle/[0-9a-f]{20}/")
+# BucketDeployment tags the destination bucket with aws-cdk:cr-owned:<prefix>:<8 hex of the sources>
+_CR_OWNED = re.compile(r"(aws-cdk:cr-owned:[^:]*:)[0-9a-f]{8}")
+
+
+def _scrub_string(text: str) -> str:
+    text = _ASSET_HASH.sub("<asset-hash>", text)
+    text = _LIFECYCLE_HASH.sub("lifecycle/<content-hash>/", text)
+    return _CR_OWNED.sub(r"\1<hash>", text)
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if key == "Metadata" and isinstance(item, dict):
+                item = {k: v for k, v in item.items() if k != "aws:cdk:path"}
+                if not item:
+                    continue
+            result[_scrub_string(key)] = _scrub(item)
+        return result
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    if isinstance(value, str):
+        return _scrub_string(value)
+    return value
+
+
+def scrub_template(template: dict[str, Any]) -> dict[str, Any]:
+    """A template without volatile values, for a snapshot that shows only real changes.
+
+    Asset hashes (64 hex digits, also in S3 keys like ``<hash>.zip``), the lifecycle content
+    hash, the bootstrap version check, CDKMetadata and ``aws:cdk:path`` metadata are replaced
+    or removed; everything else (cdk-nag metadata included) stays.
+    """
+    result = copy.deepcopy(template)
+    result.get("Resources", {}).pop("CDKMetadata", None)
+    result.get("Parameters", {}).pop("BootstrapVersion", None)
+    result.get("Rules", {}).pop("CheckBootstrapVersion", None)
+    result.get("Conditions", {}).pop("CDKMetadataAvailable", None)
+    for section in ("Parameters", "Rules", "Conditions"):
+        if section in result and not result[section]:
+            del result[section]
+    scrubbed: dict[str, Any] = _scrub(result)
+    return scrubbed

@@ -1,0 +1,282 @@
+"""The HyperPod cluster: every instance group of every shipped config as configured, the Slurm
+orchestrator, recovery and provisioning modes, and the VPC config."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stack_testkit import get_att
+
+
+def cluster(synth) -> dict[str, Any]:
+    return synth.template("cluster")["Resources"]["HyperPodCluster"]["Properties"]
+
+
+def group_pairs(synth) -> list[tuple[Any, dict[str, Any]]]:
+    """(configured group, template group), matched by name."""
+    by_name = {g["InstanceGroupName"]: g for g in cluster(synth)["InstanceGroups"]}
+    return [(g, by_name[g.name]) for g in synth.config.cluster.instance_groups]
+
+
+def storage_configs(group: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    return [c[key] for c in group.get("InstanceStorageConfigs", []) if key in c]
+
+
+def node_group_id(synth) -> dict[str, Any]:
+    return synth.outputs("network")["NodeSecurityGroupId"]["Value"]
+
+
+def test_groups_are_the_configured_groups_in_order(shipped) -> None:
+    names = [g["InstanceGroupName"] for g in cluster(shipped)["InstanceGroups"]]
+    assert names == [g.name for g in shipped.config.cluster.instance_groups]
+
+
+def test_cluster_name_comes_from_the_config(shipped) -> None:
+    assert cluster(shipped)["ClusterName"] == shipped.config.cluster_name
+
+
+def test_instance_type_or_flexible_instance_requirements(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        if config.instance_types:
+            assert "InstanceType" not in group, config.name
+            assert group["InstanceRequirements"] == {
+                "InstanceTypes": list(config.instance_types)
+            }, config.name
+        else:
+            assert group["InstanceType"] == config.instance_type, config.name
+            assert "InstanceRequirements" not in group, config.name
+
+
+def test_instance_count_and_min_count(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group["InstanceCount"] == config.count, config.name
+        assert group.get("MinInstanceCount") == config.min_count, config.name
+
+
+def test_slurm_node_type_of_every_group(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group["SlurmConfig"]["NodeType"] == (config.node_type or "Compute"), config.name
+
+
+def test_partition_only_on_compute_groups_defaulting_to_the_group_name(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        slurm = group["SlurmConfig"]
+        if slurm["NodeType"] == "Compute":
+            assert slurm["PartitionNames"] == [config.partition or config.name], config.name
+        else:
+            assert "PartitionNames" not in slurm, config.name
+
+
+def test_fsx_is_mounted_by_hyperpod_on_every_group(shipped) -> None:
+    fsx = shipped.config.storage.fsx
+    if not fsx.enabled:
+        return
+    if fsx.file_system_id:
+        expected = {
+            "DnsName": fsx.dns_name,
+            "MountName": fsx.mount_name,
+            "MountPath": fsx.mount_path,
+        }
+    else:
+        expected = {
+            "DnsName": get_att("FileSystem", "DNSName"),
+            "MountName": get_att("FileSystem", "LustreMountName"),
+            "MountPath": fsx.mount_path,
+        }
+    for config, group in group_pairs(shipped):
+        assert shipped.resolve(storage_configs(group, "FsxLustreConfig")) == [expected], config.name
+
+
+def test_ebs_volume_size_and_key(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        volumes = storage_configs(group, "EbsVolumeConfig")
+        if config.ebs_volume_gb is None:
+            assert volumes == [], config.name
+        else:
+            expected = {"VolumeSizeInGB": config.ebs_volume_gb}
+            if config.ebs_kms_key_arn:
+                expected["VolumeKmsKeyId"] = config.ebs_kms_key_arn
+            assert volumes == [expected], config.name
+
+
+def test_deep_health_checks(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group.get("OnStartDeepHealthChecks", []) == list(config.deep_health_checks), (
+            config.name
+        )
+
+
+def test_training_plan(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group.get("TrainingPlanArn") == config.training_plan_arn, config.name
+
+
+def test_threads_per_core(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group.get("ThreadsPerCore") == config.threads_per_core, config.name
+
+
+def test_groups_in_another_az_get_that_azs_subnet(shipped) -> None:
+    net = shipped.config.network
+    for config, group in group_pairs(shipped):
+        az_id = config.availability_zone_id
+        if az_id is None or az_id == net.availability_zone_id:
+            assert "OverrideVpcConfig" not in group, config.name
+            continue
+        override = shipped.resolve(group["OverrideVpcConfig"])
+        if net.vpc_id is None:
+            expected_subnet = shipped.outputs("network")[
+                f"ComputeSubnetId{az_id.replace('-', '')}"
+            ]["Value"]
+        else:
+            expected_subnet = net.additional_compute_subnet_ids[az_id]
+        assert override["Subnets"] == [expected_subnet], config.name
+        assert override["SecurityGroupIds"] == shipped.resolve(
+            cluster(shipped)["VpcConfig"]["SecurityGroupIds"]
+        )
+
+
+def test_spot_capacity(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        expected = {"Spot": {}} if config.capacity_type == "spot" else None
+        assert group.get("CapacityRequirements") == expected, config.name
+
+
+def test_network_interface(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        expected = {"InterfaceType": config.network_interface} if config.network_interface else None
+        assert group.get("NetworkInterface") == expected, config.name
+
+
+def test_image_id(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert group.get("ImageId") == config.image_id, config.name
+
+
+def expected_deployment(update) -> dict[str, Any]:
+    expected: dict[str, Any] = {}
+    if update.batch_count is not None:
+        expected["RollingUpdatePolicy"] = {
+            "MaximumBatchSize": {"Type": "INSTANCE_COUNT", "Value": update.batch_count}
+        }
+    elif update.batch_percent is not None:
+        expected["RollingUpdatePolicy"] = {
+            "MaximumBatchSize": {"Type": "CAPACITY_PERCENTAGE", "Value": update.batch_percent}
+        }
+    if update.wait_seconds is not None:
+        expected["WaitIntervalInSeconds"] = update.wait_seconds
+    if update.rollback_alarms:
+        expected["AutoRollbackConfiguration"] = [{"AlarmName": a} for a in update.rollback_alarms]
+    return expected
+
+
+def test_scheduled_update(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        update = config.scheduled_update
+        if update is None:
+            assert "ScheduledUpdateConfig" not in group, config.name
+            continue
+        actual = group["ScheduledUpdateConfig"]
+        assert actual["ScheduleExpression"] == update.schedule, config.name
+        assert actual.get("DeploymentConfig", {}) == expected_deployment(update), config.name
+
+
+def test_auto_patch(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        patch = config.auto_patch
+        if patch is None:
+            assert "AutoPatchConfig" not in group, config.name
+            continue
+        actual = group["AutoPatchConfig"]
+        assert actual["PatchingStrategy"] == patch.strategy, config.name
+        assert actual.get("DeploymentConfig", {}) == expected_deployment(patch), config.name
+
+
+def test_every_group_runs_as_the_execution_role(shipped) -> None:
+    role = shipped.outputs("nodes")["ExecutionRoleArn"]["Value"]
+    for config, group in group_pairs(shipped):
+        expected = config.execution_role_arn or shipped.config.cluster.execution_role_arn or role
+        assert shipped.resolve(group["ExecutionRole"]) == expected, config.name
+
+
+def test_no_kubernetes_settings_on_a_slurm_cluster(shipped) -> None:
+    for config, group in group_pairs(shipped):
+        assert "KubernetesConfig" not in group, config.name
+        assert "ImageReleaseVersion" not in group, config.name
+
+
+# -- orchestrator ----------------------------------------------------------------------------
+
+
+def test_slurm_orchestrator_has_no_config_strategy_under_continuous(shipped) -> None:
+    assert shipped.config.cluster.node_provisioning_mode == "Continuous"
+    slurm = cluster(shipped)["Orchestrator"]["Slurm"]
+    assert "SlurmConfigStrategy" not in slurm
+
+
+def test_config_strategy_is_passed_without_continuous_provisioning(build_variant) -> None:
+    synth = build_variant(
+        {"cluster.node_provisioning_mode": None, "cluster.slurm": {"config_strategy": "Managed"}},
+        base="minimal",
+    )
+    assert cluster(synth)["Orchestrator"]["Slurm"] == {"SlurmConfigStrategy": "Managed"}
+    assert "NodeProvisioningMode" not in cluster(synth)
+
+
+def test_accounting_database_is_wired_to_the_database_and_its_secret(synthesized) -> None:
+    synth = synthesized("full")
+    database = synth.resolve(cluster(synth)["Orchestrator"]["Slurm"]["AccountingDatabase"])
+    assert database["Endpoint"] == get_att("SlurmAccountingDatabase", "Endpoint.Address")
+    assert database["SecretArn"] == synth.resolve(
+        synth.outputs("storage")["AccountingSecretArn"]["Value"]
+    )
+    secret = synth.template("storage")["Resources"][database["SecretArn"]["Ref"]]
+    assert secret["Type"] == "AWS::SecretsManager::SecretTargetAttachment"
+    assert database["Port"] == 3306
+
+
+def test_no_accounting_database_unless_configured(shipped) -> None:
+    if not shipped.config.cluster.slurm_settings.accounting_database:
+        assert "AccountingDatabase" not in cluster(shipped)["Orchestrator"]["Slurm"]
+        assert shipped.resources("storage", "AWS::RDS::DBInstance") == {}
+
+
+def test_node_recovery_and_provisioning_mode(shipped) -> None:
+    props = cluster(shipped)
+    assert props["NodeRecovery"] == shipped.config.cluster.node_recovery
+    assert props["NodeProvisioningMode"] == shipped.config.cluster.node_provisioning_mode
+
+
+def test_cluster_is_in_the_main_compute_subnet(shipped) -> None:
+    vpc = shipped.resolve(cluster(shipped)["VpcConfig"])
+    net = shipped.config.network
+    expected = (
+        net.compute_subnet_id
+        if net.vpc_id
+        else shipped.outputs("network")["ComputeSubnetId"]["Value"]
+    )
+    assert vpc["Subnets"] == [expected]
+
+
+def test_cluster_nodes_get_the_efa_group_first_then_the_extra_groups(shipped) -> None:
+    vpc = shipped.resolve(cluster(shipped)["VpcConfig"])
+    assert vpc["SecurityGroupIds"] == [
+        node_group_id(shipped),
+        *shipped.config.network.security_group_ids,
+    ]
+
+
+def test_cluster_is_tagged_with_the_config_tags(shipped) -> None:
+    tags = {t["Key"]: t["Value"] for t in cluster(shipped).get("Tags", [])}
+    assert tags.items() >= shipped.config.tags.items()
+    assert tags["hyperpod-environment"] == shipped.config.name
+
+
+def test_cluster_waits_for_network_storage_and_nodes(shipped) -> None:
+    expected = {"network", "nodes"}
+    fsx = shipped.config.storage.fsx
+    if (
+        fsx.enabled and fsx.file_system_id is None
+    ) or shipped.config.cluster.slurm_settings.accounting_database:
+        expected.add("storage")
+    assert shipped.dependencies("cluster") == expected

@@ -1,0 +1,245 @@
+"""The node execution role: trust, the managed policy, ENI, FSx and lifecycle-script permissions;
+role path and permissions boundary on every role the app creates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from aws_cdk.assertions import Match
+from stack_testkit import LIFECYCLE_PREFIX, as_list, get_att, join_parts, ref, shipped_params
+
+from hyperpod_cdk.iam import CLUSTER_INSTANCE_POLICY
+
+ROLE = "ExecutionRoleCDF74862"
+
+
+def execution_role(synth) -> dict:
+    role_id = synth.outputs("nodes")["ExecutionRoleArn"]["Value"]["Fn::GetAtt"][0]
+    return synth.template("nodes")["Resources"][role_id]["Properties"]
+
+
+def statements_of_role(synth, logical_id: str = ROLE) -> dict[str, dict]:
+    """Every statement of the policies attached to the execution role, by Sid."""
+    found = {}
+    for template in synth.templates.values():
+        for resource in template["Resources"].values():
+            if resource["Type"] != "AWS::IAM::Policy":
+                continue
+            roles = synth.resolve(resource["Properties"]["Roles"])
+            if ref(logical_id) in roles:
+                for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                    found[statement["Sid"]] = statement
+    return found
+
+
+def lifecycle_prefix(synth) -> str:
+    _, deployment = synth.one("nodes", "Custom::CDKBucketDeployment")
+    return deployment["Properties"]["DestinationBucketKeyPrefix"]
+
+
+def test_execution_role_is_trusted_by_sagemaker_only(shipped) -> None:
+    (statement,) = execution_role(shipped)["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    assert statement["Action"] == "sts:AssumeRole"
+
+
+def test_execution_role_trust_through_cdk_assertions(synthesized) -> None:
+    synthesized("default").assertions("nodes").has_resource_properties(
+        "AWS::IAM::Role",
+        Match.object_like(
+            {
+                "AssumeRolePolicyDocument": {
+                    "Statement": [
+                        {
+                            "Action": "sts:AssumeRole",
+                            "Effect": "Allow",
+                            "Principal": {"Service": "sagemaker.amazonaws.com"},
+                        }
+                    ],
+                    "Version": "2012-10-17",
+                },
+                "ManagedPolicyArns": [
+                    Match.object_like(
+                        {
+                            "Fn::Join": [
+                                "",
+                                Match.array_with(
+                                    [Match.string_like_regexp(CLUSTER_INSTANCE_POLICY)]
+                                ),
+                            ]
+                        }
+                    )
+                ],
+            }
+        ),
+    )
+
+
+def test_execution_role_has_the_hyperpod_managed_policy(shipped) -> None:
+    (arn,) = execution_role(shipped)["ManagedPolicyArns"]
+    assert join_parts(arn)[-1] == f":iam::aws:policy/{CLUSTER_INSTANCE_POLICY}"
+
+
+def test_lifecycle_bucket_listing_is_limited_to_the_lifecycle_prefix(shipped) -> None:
+    statement = statements_of_role(shipped)["ListLifecyclePrefix"]
+    bucket = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]["Ref"]
+    prefix = lifecycle_prefix(shipped)
+    assert statement["Action"] == "s3:ListBucket"
+    assert statement["Resource"] == get_att(bucket, "Arn")
+    assert statement["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}
+
+
+def test_lifecycle_scripts_are_readable_under_the_hashed_prefix_only(shipped) -> None:
+    # The wrong ARN (the bare bucket instead of bucket/*) is a classic HyperPod boot failure.
+    statement = shipped.resolve(statements_of_role(shipped)["ReadLifecycleScripts"])
+    bucket = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]["Ref"]
+    assert statement["Action"] == "s3:GetObject"
+    resource = join_parts(statement["Resource"])
+    assert resource == [get_att(bucket, "Arn"), f"/{lifecycle_prefix(shipped)}*"]
+    assert LIFECYCLE_PREFIX.match(resource[1].removeprefix("/").removesuffix("*"))
+
+
+def test_execution_role_manages_network_interfaces(shipped) -> None:
+    statements = statements_of_role(shipped)
+    assert "ec2:DescribeNetworkInterfaces" in statements["DescribeNetwork"]["Action"]
+    assert statements["CreateNodeInterfaces"]["Action"] == "ec2:CreateNetworkInterface"
+    assert set(statements["ManageNodeInterfacesInVpc"]["Action"]) == {
+        "ec2:CreateNetworkInterfacePermission",
+        "ec2:DeleteNetworkInterface",
+        "ec2:DeleteNetworkInterfacePermission",
+    }
+    assert "ec2:Vpc" in statements["ManageNodeInterfacesInVpc"]["Condition"]["ArnEquals"]
+
+
+def test_interfaces_are_created_only_in_the_hyperpod_subnets(shipped) -> None:
+    resources = shipped.resolve(
+        as_list(statements_of_role(shipped)["CreateNodeInterfaces"]["Resource"])
+    )
+    last_parts = [join_parts(r)[-1] for r in resources if ":subnet/" in str(r)]
+    subnets = [p.split(":subnet/")[-1] if isinstance(p, str) else p for p in last_parts]
+    net = shipped.config.network
+    if net.vpc_id is None:
+        outputs = shipped.outputs("network")
+        expected = [v["Value"] for k, v in outputs.items() if k.startswith("ComputeSubnetId")]
+    else:
+        expected = [net.compute_subnet_id, *net.additional_compute_subnet_ids.values()]
+    assert sorted(subnets, key=str) == sorted(expected, key=str)
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: c.storage.fsx.enabled))
+def test_execution_role_may_describe_file_systems_when_fsx_is_mounted(
+    path: Path, synthesized
+) -> None:
+    assert (
+        statements_of_role(synthesized(path))["DescribeFileSystems"]["Action"]
+        == "fsx:DescribeFileSystems"
+    )
+
+
+def test_execution_role_may_not_describe_file_systems_without_fsx(build_variant) -> None:
+    synth = build_variant({"storage.fsx.enabled": False}, base="minimal")
+    assert "DescribeFileSystems" not in statements_of_role(synth)
+
+
+def test_execution_role_reads_the_accounting_secret_only(synthesized) -> None:
+    synth = synthesized("full")
+    statement = synth.resolve(statements_of_role(synth)["ReadAccountingSecret"])
+    secret_output = synth.resolve(synth.outputs("storage")["AccountingSecretArn"]["Value"])
+    assert statement["Resource"] == secret_output
+    assert set(statement["Action"]) == {
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+    }
+
+
+def test_cluster_waits_for_the_role_policies(synthesized) -> None:
+    # HyperPod checks the role's permissions when it creates the nodes.
+    synth = synthesized("full")
+    cluster = synth.stacks.cluster.cluster.resource
+    waits_for = {d.node.path for d in cluster.node.dependencies}
+    role = synth.stacks.lifecycle.execution_role
+    assert {role.policy.node.path, role.lifecycle_policy.node.path} <= waits_for
+    assert "nodes" in synth.dependencies("cluster")
+
+
+def all_roles(synth) -> list[tuple[str, str, dict]]:
+    return [
+        (name, logical_id, resource["Properties"])
+        for name, template in synth.templates.items()
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::IAM::Role"
+    ]
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: c.iam.role_path != "/"))
+def test_every_role_has_the_configured_path(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    roles = all_roles(synth)
+    assert len(roles) >= 2
+    for name, logical_id, props in roles:
+        assert props.get("Path") == synth.config.iam.role_path, (name, logical_id)
+
+
+@pytest.mark.parametrize(
+    "path", shipped_params(lambda c: c.iam.permissions_boundary_arn is not None)
+)
+def test_every_role_has_the_configured_permissions_boundary(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    for name, logical_id, props in all_roles(synth):
+        assert (
+            synth.resolve(props.get("PermissionsBoundary"))
+            == synth.config.iam.permissions_boundary_arn
+        ), (
+            name,
+            logical_id,
+        )
+
+
+@pytest.mark.parametrize(
+    "path",
+    shipped_params(lambda c: c.iam.permissions_boundary_arn is None and c.iam.role_path == "/"),
+)
+def test_roles_have_no_path_or_boundary_unless_configured(path: Path, synthesized) -> None:
+    for name, logical_id, props in all_roles(synthesized(path)):
+        assert props.get("Path", "/") == "/", (name, logical_id)
+        assert "PermissionsBoundary" not in props, (name, logical_id)
+
+
+REUSED_ROLE = "arn:aws:iam::111122223333:role/hyperpod-nodes"
+
+
+def policies_of_role_name(synth, role_name: str) -> dict[str, dict]:
+    """Statements (by Sid) of the policies the app attaches to a role it did not create."""
+    found = {}
+    for template in synth.templates.values():
+        for resource in template["Resources"].values():
+            if (
+                resource["Type"] == "AWS::IAM::Policy"
+                and role_name in resource["Properties"]["Roles"]
+            ):
+                for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                    found[statement["Sid"]] = statement
+    return found
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"cluster.execution_role_arn": REUSED_ROLE},
+        {"cluster.instance_groups[1].execution_role_arn": REUSED_ROLE},
+    ],
+    ids=["cluster-role", "group-role"],
+)
+def test_reused_execution_role_can_read_the_lifecycle_scripts(changes, build_variant) -> None:
+    # the lifecycle bucket is not a sagemaker-* bucket, which the managed policy would cover
+    synth = build_variant(changes, base="minimal")
+    statements = policies_of_role_name(synth, "hyperpod-nodes")
+    assert statements["ReadLifecycleScripts"] == statements_of_role(synth)["ReadLifecycleScripts"]
+    assert statements["ListLifecyclePrefix"] == statements_of_role(synth)["ListLifecyclePrefix"]
+
+
+def test_reused_execution_role_can_read_the_accounting_secret(build_variant) -> None:
+    # the nodes of the groups read the accounting secret as the role they run as
+    synth = build_variant({"cluster.execution_role_arn": REUSED_ROLE}, base="full")
+    assert "ReadAccountingSecret" in policies_of_role_name(synth, "hyperpod-nodes")

@@ -1,0 +1,105 @@
+"""cdk-nag 3 (SPEC section 6): no unacknowledged finding on any shipped config, and every
+acknowledgment names the exact finding with a reason a reviewer can judge."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from stack_testkit import config_data
+
+from hyperpod_cdk.nag import MIN_REASON_LENGTH
+
+# cdk-nag rule ids: <pack>-<rule>, optionally with the granular part of the finding
+NAG_RULE = re.compile(
+    r"^(AwsSolutions|NIST\.800\.53\.R5|HIPAA\.Security|PCI\.DSS\.321)-[A-Za-z0-9]+(\[.+\])?$"
+)
+# CDK's own annotations (warnings of constructs), acknowledged by their id
+CDK_ANNOTATION = re.compile(r"^@aws-cdk/[a-z0-9-]+:[A-Za-z0-9]+$")
+# rules of the CloudFormation schema validation built into aws-cdk-lib (ec2.FlowLog acknowledges
+# two of them itself)
+CFN_VALIDATE = re.compile(r"^CloudFormation-Validate::[A-Z][0-9]+$")
+# IAM4 (managed policy) and IAM5 (wildcard) must name the exact policy / action / resource
+GRANULAR_IAM = re.compile(r"^AwsSolutions-IAM[45]\[(Policy|Action|Resource)::.+\]$")
+
+
+def finding_id(key: str) -> str:
+    """The finding id of an acknowledgment (CDK stores it as ``Annotation::<id>``)."""
+    return key.removeprefix("Annotation::")
+
+
+def test_synth_leaves_no_compliance_finding(shipped) -> None:
+    # synthesis itself fails on an error finding of a stack under the App; a finding inside a
+    # Stage only shows in the report, so read it too
+    report = shipped.outdir / "validation-report.json"
+    reports = json.loads(report.read_text())["pluginReports"] if report.exists() else []
+    assert [r for r in reports if r["conclusion"] == "failure"] == []
+    violations = [
+        (r["pluginName"], v["ruleName"]) for r in reports for v in r.get("violations", [])
+    ]
+    assert violations == []
+
+
+def test_compliance_packs_are_registered(shipped) -> None:
+    # without them the report above proves nothing
+    assert shipped.config.compliance_packs
+
+
+def test_every_acknowledgment_gives_a_real_reason(shipped) -> None:
+    assert shipped.acknowledgments
+    for path, finding, reason in shipped.acknowledgments:
+        assert len(reason.strip()) >= MIN_REASON_LENGTH, (path, finding, reason)
+
+
+def test_every_acknowledgment_names_a_specific_rule(shipped) -> None:
+    for path, finding, _ in shipped.acknowledgments:
+        rule = finding_id(finding)
+        assert NAG_RULE.match(rule) or CDK_ANNOTATION.match(rule) or CFN_VALIDATE.match(rule), (
+            path,
+            rule,
+        )
+
+
+def test_iam_acknowledgments_name_the_exact_policy_action_or_resource(shipped) -> None:
+    for path, finding, _ in shipped.acknowledgments:
+        rule = finding_id(finding)
+        if rule.startswith(("AwsSolutions-IAM4", "AwsSolutions-IAM5")):
+            assert GRANULAR_IAM.match(rule), (path, rule)
+
+
+def test_acknowledgments_sit_below_the_stack(shipped) -> None:
+    # on the narrowest construct, never on a whole stack or the App
+    for path, finding, _ in shipped.acknowledgments:
+        assert path.strip("/").count("/") >= 1, (path, finding)
+
+
+def test_flow_logs_off_passes_aws_solutions(build_variant) -> None:
+    # network.flow_logs: false is a documented setting; cdk-nag's AwsSolutions-VPC7 must be
+    # acknowledged (with the config key as the reason) or synth fails for every such user
+    synth = build_variant({"network.flow_logs": False}, base="minimal")
+    assert synth.resources("network", "AWS::EC2::FlowLog") == {}
+
+
+def test_removal_policy_destroy_with_the_flag_passes_aws_solutions(build_variant) -> None:
+    # both keys turn the database's deletion protection off on purpose; AwsSolutions-RDS10 must
+    # be acknowledged in that case (and only then), or the destroy setup cannot synthesize
+    synth = build_variant(
+        {"storage.fsx.removal_policy": "destroy"}, base="full", context={"destroy_data": "true"}
+    )
+    assert synth.template("storage")["Resources"]["FileSystem"]["DeletionPolicy"] == "Delete"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="NIST80053R5, HIPAA and PCIDSS321 are accepted by compliance_packs but each reports ~20 "
+    "unacknowledged findings (KMS on buckets/log groups, inline policies, S3 replication, the "
+    "BucketDeployment Lambda, the EFA self ingress rule, the public route to the IGW)",
+)
+@pytest.mark.parametrize("pack", ["NIST80053R5", "HIPAA", "PCIDSS321"])
+def test_other_compliance_packs_pass_on_the_minimal_config(pack: str, build_variant) -> None:
+    build_variant({"compliance_packs": ["AwsSolutions", pack]}, base="minimal")
+
+
+def test_minimal_config_registers_aws_solutions_by_default() -> None:
+    assert "compliance_packs" not in config_data("minimal")
