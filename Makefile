@@ -35,7 +35,7 @@ bootstrap-node:
 synth: bootstrap ## cdk synth of CONFIG (default config/default.yaml) into cdk.out/
 	@$(CDK) synth -c config=$(CONFIG) $(if $(QUIET),--quiet) $(CDK_ARGS)
 
-test: bootstrap ## the whole test suite (what .ci/run runs)
+test: bootstrap lint ## lint, then the whole test suite (what .ci/run runs)
 	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q $(PYTEST_ARGS) tests
 
 validate: bootstrap-python ## validate CONFIG only (no synth, no AWS)
