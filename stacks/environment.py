@@ -16,7 +16,6 @@ their own so they deploy while FSx is created.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -446,8 +445,3 @@ def build_environment(
             description=f"HyperPod environment {prefix}: FSx data repository associations",
         )  # fmt: skip
     return EnvironmentStacks(network, storage, lifecycle, cluster, data_repositories)
-
-
-def settings_json(config: EnvironmentConfig) -> str:
-    """``settings.json`` as uploaded (for tests and the lifecycle dry run)."""
-    return json.dumps(node_settings(config), indent=2, sort_keys=True)
