@@ -13,8 +13,8 @@ import os
 import sys
 from pathlib import Path
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, load_config
-from hyperpod_cdk.config.loader import warnings_for
+from hyperpod_cdk.config import ConfigError, EnvironmentConfig
+from hyperpod_cdk.config.loader import validate_file
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 DEFAULT_CONFIG = "config/default.yaml"
@@ -29,7 +29,7 @@ def config_path(argv: list[str]) -> Path:
 
 def main(argv: list[str]) -> int:
     try:
-        config = load_config(config_path(argv), PROJECT_ROOT)
+        config, warnings = validate_file(config_path(argv), PROJECT_ROOT)
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)
@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    for warning in warnings_for(config, PROJECT_ROOT):
+    for warning in warnings:
         print(warning, file=sys.stderr)
     if config.account is None and os.environ.get("CDK_DEFAULT_ACCOUNT"):
         config = config.model_copy(update={"account": os.environ["CDK_DEFAULT_ACCOUNT"]})

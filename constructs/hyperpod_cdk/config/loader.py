@@ -245,7 +245,3 @@ def load_environment(path: str | Path, project_root: str | Path | None = None) -
         )
     return cfg
 
-
-def warnings_for(cfg: EnvironmentConfig, project_root: Path | None = None) -> list[Issue]:
-    """The advisory findings of a valid config."""
-    return [i for i in check_environment(cfg, project_root) if i.severity == "warning"]
