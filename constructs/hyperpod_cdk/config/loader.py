@@ -244,4 +244,3 @@ def load_environment(path: str | Path, project_root: str | Path | None = None) -
             ]
         )
     return cfg
-
