@@ -15,7 +15,7 @@ from constructs import Construct
 
 from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
-from hyperpod_cdk.storage.data_bucket import secure_bucket_props
+from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
 
 SETTINGS_FILE = "settings.json"
 _IGNORED = {"__pycache__", ".DS_Store"}
@@ -73,21 +73,11 @@ class LifecycleScripts(Construct):
         self.hash = content_hash(directory, settings)
         self.prefix = f"lifecycle/{self.hash[:20]}/"
         if access_logs_bucket is None:
-            access_logs_bucket = s3.Bucket(
+            access_logs_bucket = access_log_bucket(
                 self,
                 "AccessLogs",
-                **secure_bucket_props(),  # type: ignore[arg-type]
+                logged="lifecycle script bucket",
                 removal_policy=cdk.RemovalPolicy.DESTROY,
-                auto_delete_objects=True,
-                lifecycle_rules=[
-                    s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))
-                ],
-            )
-            acknowledge(
-                access_logs_bucket,
-                "AwsSolutions-S1",
-                "This is the access-log bucket of the lifecycle script bucket; logging it into itself "
-                "would loop.",
             )
         self.bucket = s3.Bucket(
             self,

@@ -19,6 +19,34 @@ def secure_bucket_props() -> dict[str, object]:
     }
 
 
+def access_log_bucket(
+    scope: Construct, construct_id: str, *, logged: str, removal_policy: cdk.RemovalPolicy
+) -> s3.Bucket:
+    """A private bucket that receives another bucket's server access logs (kept a year).
+
+    DESTROY empties it too, so that deleting the stack does not stop at a
+    non-empty log bucket.
+
+    :param logged: what the logged bucket holds, for the cdk-nag acknowledgment.
+    """
+    bucket = s3.Bucket(
+        scope,
+        construct_id,
+        **secure_bucket_props(),  # type: ignore[arg-type]
+        removal_policy=removal_policy,
+        auto_delete_objects=removal_policy == cdk.RemovalPolicy.DESTROY,
+        lifecycle_rules=[
+            s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))
+        ],
+    )
+    acknowledge(
+        bucket,
+        "AwsSolutions-S1",
+        f"This is the access-log bucket of the {logged}; logging it into itself would loop.",
+    )
+    return bucket
+
+
 class DataBucket(Construct):
     """A versioned, encrypted, TLS-only, private bucket with server access logs.
 
@@ -37,19 +65,8 @@ class DataBucket(Construct):
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            **secure_bucket_props(),  # type: ignore[arg-type]
-            removal_policy=removal_policy,
-            lifecycle_rules=[
-                s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))
-            ],
-        )
-        acknowledge(
-            self.access_logs,
-            "AwsSolutions-S1",
-            "This is the access-log bucket of the data bucket; logging it into itself would loop.",
+        self.access_logs = access_log_bucket(
+            self, "AccessLogs", logged="data bucket", removal_policy=removal_policy
         )
         self.bucket = s3.Bucket(
             self,
