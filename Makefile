@@ -18,7 +18,7 @@ WITH_ENV := source scripts/env.sh &&
 CDK := $(WITH_ENV) cdk
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node synth test validate deploy diff destroy \
-        update-snapshots lint format constraints clean distclean
+        update-snapshots lint format constraints clean distclean lifecycle-dry-run
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -49,6 +49,10 @@ diff: bootstrap ## diff every stack of CONFIG against the deployed ones
 
 destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are retained)
 	@$(CDK) destroy --all -c config=$(CONFIG) $(CDK_ARGS)
+
+lifecycle-dry-run: NODE ?= compute
+lifecycle-dry-run: bootstrap-python ## run the lifecycle entry script on a fake node: NODE=controller|login|compute|eks
+	@$(VENV_PY) scripts/lifecycle_dry_run.py $(NODE)
 
 update-snapshots: bootstrap ## regenerate the syrupy snapshots
 	@$(WITH_ENV) $(VENV_PY) -m pytest -q --snapshot-update $(PYTEST_ARGS) tests

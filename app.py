@@ -38,13 +38,6 @@ def main(argv: list[str]) -> int:
         print("config error: pipeline: this file describes a pipeline, which the app does not build yet",
               file=sys.stderr)  # fmt: skip
         return 2
-    if not config.is_slurm:
-        print(
-            "config error: orchestrator: 'eks' is validated but not built by this version of the app yet; "
-            "use orchestrator: slurm",
-            file=sys.stderr,
-        )
-        return 2
     for warning in warnings:
         print(warning, file=sys.stderr)
     if config.account is None and os.environ.get("CDK_DEFAULT_ACCOUNT"):

@@ -1,67 +1,107 @@
 #!/usr/bin/env bash
-# Entry script of every HyperPod node (LifeCycleConfig OnInitComplete/OnCreate).
-# HyperPod has already configured Slurm (API-driven) and mounted FSx when this
-# runs under OnInitComplete; this script verifies that and adds custom steps.
-# Settings generated from the environment YAML sit beside it in settings.json:
-# the script itself holds no account, region or bucket name.
+# Entry script of every HyperPod node (the cluster's LifeCycleConfig names it; OnInitComplete by
+# default, OnCreate when configured). It runs at creation and on every replacement node, so every
+# step is idempotent: a second run changes nothing.
+#
+# HyperPod has set the node up before an OnInitComplete script runs: Slurm from the API-driven
+# configuration (and slurmdbd with an accounting database), the FSx mount on Slurm nodes. This
+# script waits for and verifies that, then adds the steps switched on in the environment YAML
+# (cluster.node_setup). The settings generated from the YAML sit beside it in settings.json (and
+# users.json): the scripts hold no account, region or bucket name.
+#
+# Layout: lib/common.sh (helpers, the `run` wrapper), lib/node.py (settings and node identity),
+# steps/*.sh (one function per step). scripts/lifecycle_dry_run.py runs this file against a fake
+# node: HYPERPOD_ROOT, DRY_RUN and the other variables in lib/common.sh point it there.
+# shellcheck source-path=SCRIPTDIR
 set -Eeuo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LIB_DIR="$HERE/lib"
 SETTINGS="${HYPERPOD_SETTINGS:-$HERE/settings.json}"
-LOG="${HYPERPOD_LIFECYCLE_LOG:-/var/log/provision/hyperpod-lifecycle.log}"
-STEP="start"
 
-mkdir -p "$(dirname "$LOG")"
-# Everything goes to the node's log file and to stdout, which HyperPod sends to
-# the cluster's CloudWatch log stream.
-exec > >(tee -a "$LOG") 2>&1
+# shellcheck source=lib/common.sh
+source "$LIB_DIR/common.sh"
+# shellcheck source=steps/storage.sh
+source "$HERE/steps/storage.sh"
+# shellcheck source=steps/users.sh
+source "$HERE/steps/users.sh"
+# shellcheck source=steps/containers.sh
+source "$HERE/steps/containers.sh"
+# shellcheck source=steps/slurm.sh
+source "$HERE/steps/slurm.sh"
+# shellcheck source=steps/observability.sh
+source "$HERE/steps/observability.sh"
+
+LIFECYCLE_LOG=/var/log/provision/hyperpod-lifecycle.log
+mkdir -p "$(dirname "$R$LIFECYCLE_LOG")"
+# One log per node: the file on the node, and stdout, which HyperPod sends to the cluster's
+# CloudWatch log stream (/aws/sagemaker/Clusters/<name>/<id>).
+exec > >(tee -a "$R$LIFECYCLE_LOG") 2>&1
+TEE_PID=$!
+
+finish() {
+  local rc=$?
+  # let tee write the last lines before the script's exit status reaches HyperPod
+  exec 1>&- 2>&-
+  wait "$TEE_PID" 2>/dev/null || true
+  exit "$rc"
+}
+trap finish EXIT
 
 on_error() {
   local rc=$? cmd=$BASH_COMMAND
+  # a failure inside $(...) is reported once, by the command that used it
+  ((BASH_SUBSHELL == 0)) || exit "$rc"
+  [[ -n "$R" ]] && cmd="${cmd//"$R"/}"
   echo "[lifecycle] FAILED in step '$STEP' (exit $rc): $cmd" >&2
   exit "$rc"
 }
 trap on_error ERR
 
-step() { STEP="$1"; echo "[lifecycle] step: $STEP"; }
-
-setting() {
-  # setting KEY [DEFAULT]: a value from settings.json (python3 ships on HyperPod AMIs)
-  python3 - "$SETTINGS" "$1" "${2-}" <<'PY'
-import json, sys
-path, key, default = sys.argv[1], sys.argv[2], sys.argv[3]
-value = json.load(open(path))
-for part in key.split("."):
-    value = value.get(part, None) if isinstance(value, dict) else None
-print(default if value is None else (str(value).lower() if isinstance(value, bool) else value))
-PY
+load_settings() {
+  [[ -f "$SETTINGS" ]] || fail "missing $SETTINGS (it is uploaded beside the scripts)"
+  local assignments
+  assignments="$(node_py settings "$SETTINGS")" || fail "cannot read $SETTINGS"
+  eval "$assignments"
+  log "environment $(setting environment), orchestrator $(setting orchestrator), hook $(setting lifecycle_hook)"
 }
 
-wait_for_mount() {
-  # wait_for_mount PATH TRIES: the file system HyperPod mounts may appear a little after boot
-  local path="$1" tries="$2" i
-  for ((i = 1; i <= tries; i++)); do
-    if mountpoint -q "$path"; then
-      echo "[lifecycle] $path is mounted"
-      return 0
-    fi
-    echo "[lifecycle] waiting for $path ($i/$tries)"
-    sleep 10
-  done
-  echo "[lifecycle] $path is not mounted after $tries tries" >&2
-  return 1
+identify_node() {
+  local assignments
+  assignments="$(node_py identify "$SETTINGS" "$RESOURCE_CONFIG")" || fail "cannot place this node in the cluster"
+  eval "$assignments"
+  # set by the eval above
+  : "${NODE_ROLE:?}" "${NODE_GROUP:?}" "${NODE_INSTANCE_TYPE?}" "${NODE_GPU:?}"
+  log "role $NODE_ROLE, group $NODE_GROUP, instance type ${NODE_INSTANCE_TYPE:-unknown}, GPU $NODE_GPU"
 }
 
-step "read settings"
-[[ -f "$SETTINGS" ]] || { echo "[lifecycle] missing $SETTINGS" >&2; exit 1; }
-environment="$(setting environment)"
-orchestrator="$(setting orchestrator)"
-echo "[lifecycle] environment=$environment orchestrator=$orchestrator"
+main() {
+  log "lifecycle scripts start ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
+  step "read settings"
+  load_settings
+  step "identify node"
+  identify_node
+  if [[ "$NODE_ROLE" == "eks" ]]; then
+    # HyperPod does not mount FSx on EKS nodes (pods use the FSx CSI driver) and there is no Slurm
+    step_fsx
+    step_eks_containerd
+    step_log_rotation
+  else
+    step_fsx
+    step_fsx_efa
+    step_users
+    step_ssh_keys
+    step_container_runtime
+    step_nvidia_toolkit
+    step_enroot_pyxis
+    step_slurm_accounting
+    step_log_rotation
+    step_node_exporter
+    step_dcgm_exporter
+    step_efa_exporter
+  fi
+  step "done"
+  log "node setup complete: ${STEPS_RUN[*]}"
+}
 
-if [[ "$(setting fsx.enabled false)" == "true" && "$orchestrator" == "slurm" ]]; then
-  step "verify FSx mount"
-  wait_for_mount "$(setting fsx.mount_path /fsx)" 30
-fi
-
-step "done"
-echo "[lifecycle] node setup complete"
+main "$@"

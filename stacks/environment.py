@@ -3,15 +3,19 @@
 Stack graph (arrows: "waits for")::
 
     network  <-  storage (stateful)  <-  data-repositories
-      ^  ^           ^
-      |  |           |
-      |  +------- cluster
-      |              |
-      +---- nodes <--+      (lifecycle scripts + execution role)
+      ^  ^  ^        ^
+      |  |  |        |
+      |  |  +---- cluster  <-  eks-addons      (eks only)
+      |  |         |   |          |
+      |  +- nodes <+   +-> eks <--+            (eks only)
+      |                     |
+      +---------------------+
 
 The data repository associations (minutes each, one at a time) sit in a stack
 nothing waits for; the lifecycle upload and the node role have a stack of
-their own so they deploy while FSx is created.
+their own so they deploy while FSx is created; the EKS cluster and the
+HyperPod dependencies (``eks``) are created while FSx is too; what needs the
+HyperPod nodes (``eks-addons``) comes after the cluster.
 """
 
 from __future__ import annotations
@@ -32,8 +36,9 @@ from hyperpod_cdk.cluster import (
     SlurmAccountingDatabase,
 )
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.iam import ExecutionRole
-from hyperpod_cdk.iam.aspects import RolePath
+from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS, EKS_CLOSED_NETWORK_ENDPOINTS
+from hyperpod_cdk.config.node_setup import lifecycle_extra_files
+from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import (
     DataBucket,
@@ -41,35 +46,14 @@ from hyperpod_cdk.storage import (
     FileSystemHandle,
     LustreFileSystem,
 )
+from stacks.base import EnvironmentStack, output
+from stacks.eks import EksAddonsStack, EksStack
+from stacks.layout import needs_eks_addons
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
 
 
-def _output(scope: Construct, name: str, value: str, description: str) -> None:
-    cdk.CfnOutput(scope, name, value=value, description=description)
-
-
-class _EnvironmentStack(cdk.Stack):
-    """A stack of the environment: tags, role path and permissions boundary applied."""
-
-    def __init__(
-        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any
-    ) -> None:
-        super().__init__(scope, construct_id, **kwargs)
-        self.config = config
-        cdk.Tags.of(self).add("hyperpod-environment", config.name)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
-        if config.iam.permissions_boundary_arn:
-            boundary = iam.ManagedPolicy.from_managed_policy_arn(
-                self, "PermissionsBoundary", config.iam.permissions_boundary_arn
-            )
-            iam.PermissionsBoundary.of(self).apply(boundary)
-        if config.iam.role_path != "/":
-            cdk.Aspects.of(self).add(RolePath(config.iam.role_path))
-
-
-class NetworkStack(_EnvironmentStack):
+class NetworkStack(EnvironmentStack):
     """VPC, HyperPod subnets, endpoints, flow logs and the EFA security group."""
 
     def __init__(
@@ -78,27 +62,35 @@ class NetworkStack(_EnvironmentStack):
         super().__init__(scope, construct_id, config=config, **kwargs)
         settings = config.cluster.slurm_settings
         accounting = config.is_slurm and settings.accounting_database
+        creates_eks = not config.is_slurm and config.eks_settings.cluster_arn is None
         self.network = HyperPodNetwork(
             self,
             "Network",
             network=config.network,
             database_az_ids=settings.accounting_availability_zone_ids if accounting else (),
             database_subnet_ids=settings.accounting_subnet_ids if accounting else (),
+            eks_az_ids=config.network.eks_availability_zone_ids if creates_eks else (),
+            eks_subnet_ids=config.network.eks_subnet_ids if creates_eks else (),
+            closed_network_endpoints=(
+                CLOSED_NETWORK_ENDPOINTS
+                if config.is_slurm
+                else (*CLOSED_NETWORK_ENDPOINTS, *EKS_CLOSED_NETWORK_ENDPOINTS)
+            ),
         )
         net = self.network
-        _output(self, "VpcId", net.vpc.vpc_id, "VPC of the environment")
-        _output(
+        output(self, "VpcId", net.vpc.vpc_id, "VPC of the environment")
+        output(
             self, "ComputeSubnetId", net.compute_subnet.subnet_id, "HyperPod subnet of the main AZ"
         )
         for az_id, subnet in net.compute_subnets.items():
             if az_id != config.network.availability_zone_id:
-                _output(
+                output(
                     self,
                     f"ComputeSubnetId{az_id.replace('-', '')}",
                     subnet.subnet_id,
                     f"HyperPod subnet in {az_id}",
                 )
-        _output(
+        output(
             self,
             "NodeSecurityGroupId",
             net.efa.security_group.security_group_id,
@@ -106,7 +98,7 @@ class NetworkStack(_EnvironmentStack):
         )
 
 
-class StorageStack(_EnvironmentStack):
+class StorageStack(EnvironmentStack):
     """Stateful resources: the data bucket, FSx for Lustre and the Slurm accounting database.
 
     Termination protection is on and everything is retained unless the config
@@ -138,7 +130,7 @@ class StorageStack(_EnvironmentStack):
             )
         self.data = DataBucket(self, "Data", removal_policy=removal)
         self.data.bucket.node.default_child.override_logical_id("DataBucket")  # type: ignore[union-attr]
-        _output(self, "DataBucketName", self.data.bucket.bucket_name, "S3 data bucket")
+        output(self, "DataBucketName", self.data.bucket.bucket_name, "S3 data bucket")
 
         self.file_system: FileSystemHandle | None = None
         if fsx_cfg.enabled and fsx_cfg.file_system_id is None:
@@ -157,9 +149,9 @@ class StorageStack(_EnvironmentStack):
             self.file_system = FileSystemHandle.from_config(fsx_cfg)
         if self.file_system is not None:
             fs = self.file_system
-            _output(self, "FileSystemId", fs.file_system_id, "FSx for Lustre file system id")
-            _output(self, "FileSystemDnsName", fs.dns_name, "FSx for Lustre DNS name")
-            _output(self, "FileSystemMountName", fs.mount_name, "FSx for Lustre mount name")
+            output(self, "FileSystemId", fs.file_system_id, "FSx for Lustre file system id")
+            output(self, "FileSystemDnsName", fs.dns_name, "FSx for Lustre DNS name")
+            output(self, "FileSystemMountName", fs.mount_name, "FSx for Lustre mount name")
 
         self.accounting: SlurmAccountingDatabase | None = None
         settings = config.cluster.slurm_settings
@@ -176,13 +168,13 @@ class StorageStack(_EnvironmentStack):
             )
             db = self.accounting
             db.instance.node.default_child.override_logical_id("SlurmAccountingDatabase")  # type: ignore[union-attr]
-            _output(
+            output(
                 self,
                 "AccountingDatabaseEndpoint",
                 db.endpoint,
                 "Slurm accounting database endpoint",
             )
-            _output(
+            output(
                 self,
                 "AccountingSecretArn",
                 db.secret_arn,
@@ -190,7 +182,7 @@ class StorageStack(_EnvironmentStack):
             )
 
 
-class DataRepositoryStack(_EnvironmentStack):
+class DataRepositoryStack(EnvironmentStack):
     """FSx data repository associations: nothing waits for this stack."""
 
     def __init__(
@@ -213,7 +205,7 @@ class DataRepositoryStack(_EnvironmentStack):
         )
 
 
-class LifecycleStack(_EnvironmentStack):
+class LifecycleStack(EnvironmentStack):
     """What the nodes boot from and run as: the lifecycle scripts (under a
     content-hashed prefix) and the execution role that reads them.
 
@@ -236,6 +228,7 @@ class LifecycleStack(_EnvironmentStack):
             "Scripts",
             directory=project_root / config.cluster.lifecycle_scripts,
             settings=node_settings(config),
+            extra_files=lifecycle_extra_files(config, project_root),
         )
         self.execution_role = ExecutionRole(
             self,
@@ -243,7 +236,8 @@ class LifecycleStack(_EnvironmentStack):
             vpc=network.vpc,
             subnets=list(network.compute_subnets.values()),
             security_groups=network.node_security_groups,
-            mounts_fsx=config.storage.fsx.enabled,
+            # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
+            mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
         )
         self.execution_role.grant_lifecycle_read(self.scripts.bucket, self.scripts.prefix)
         # Roles named in the config read the scripts too: the lifecycle bucket
@@ -259,19 +253,28 @@ class LifecycleStack(_EnvironmentStack):
         ]
         for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
-        _output(
+        self.autoscaling_role: ClusterAutoScalingRole | None = None
+        if cluster_cfg.auto_scaling and cluster_cfg.cluster_role_arn is None:
+            self.autoscaling_role = ClusterAutoScalingRole(self, "AutoScalingRole")
+            output(
+                self,
+                "AutoScalingRoleArn",
+                self.autoscaling_role.role.role_arn,
+                "Role HyperPod assumes to scale the cluster (Karpenter)",
+            )
+        output(
             self,
             "ExecutionRoleArn",
             self.execution_role.role.role_arn,
             "Execution role of the nodes",
         )
-        _output(
+        output(
             self,
             "LifecycleBucketName",
             self.scripts.bucket.bucket_name,
             "Bucket of the lifecycle scripts",
         )
-        _output(
+        output(
             self,
             "LifecycleScriptsUri",
             self.scripts.source_s3_uri,
@@ -279,7 +282,7 @@ class LifecycleStack(_EnvironmentStack):
         )
 
 
-class ClusterStack(_EnvironmentStack):
+class ClusterStack(EnvironmentStack):
     """The HyperPod cluster (its execution role lives in the nodes stack)."""
 
     def __init__(
@@ -291,6 +294,7 @@ class ClusterStack(_EnvironmentStack):
         network: HyperPodNetwork,
         storage: StorageStack,
         nodes: LifecycleStack,
+        eks: EksStack | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
@@ -298,6 +302,20 @@ class ClusterStack(_EnvironmentStack):
         role, lifecycle = nodes.execution_role, nodes.scripts
         database = None
         depends_on: list[IDependable] = [lifecycle.deployment, role.policy, role.lifecycle_policy]
+        eks_cluster_arn = None
+        tags = dict(config.tags)
+        if eks is not None:
+            # The HyperPod cluster waits for the EKS stack: the cluster, its early
+            # add-ons and the HyperPod dependencies (an adopted cluster's ARN is a
+            # literal, so the reference alone would not order them).
+            self.add_stack_dependency(eks)
+            eks_cluster_arn = eks.eks.cluster_arn
+            eks_policy = role.grant_eks_node(eks_cluster_arn, scope=self)
+            for configured in nodes.configured_roles:
+                eks_policy.attach_to_role(configured)
+            depends_on.append(eks_policy)
+            # The HyperPod training operator looks for this tag (AWS's own setup adds it).
+            tags.setdefault("SageMaker", "true")
         if storage.accounting is not None:
             secret_read = role.grant_secret_read(storage.accounting.secret_arn, scope=self)
             for configured in nodes.configured_roles:
@@ -318,19 +336,23 @@ class ClusterStack(_EnvironmentStack):
             security_groups=network.node_security_groups,
             file_system=storage.file_system,
             accounting_database=database,
-            tags=config.tags,
+            eks_cluster_arn=eks_cluster_arn,
+            cluster_role_arn=nodes.autoscaling_role.role.role_arn
+            if nodes.autoscaling_role
+            else None,
+            tags=tags,
             depends_on=depends_on,
         )
         self.cluster.resource.override_logical_id("HyperPodCluster")
-        _output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
-        _output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
+        output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
+        output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
         controller = next(
             (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"),
             None,
         )
         if config.is_slurm and controller:
             cluster_id = cdk.Fn.select(1, cdk.Fn.split("/", self.cluster.cluster_arn))
-            _output(
+            output(
                 self,
                 "ControllerSsmCommand",
                 cdk.Fn.join(
@@ -352,27 +374,46 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
     """The settings the lifecycle scripts read on the node (``settings.json``).
 
     Only literal values: a token here would change the content hash on every synth.
+    None values are left out: the uploaded JSON must be the one hashed.
     """
+    from hyperpod_cdk.config.node_setup import USERS_FILE_ON_NODE
+
     fsx_cfg = config.storage.fsx
+    fsx: dict[str, Any] = {
+        "enabled": fsx_cfg.enabled,
+        "mount_path": fsx_cfg.mount_path,
+        "efa": fsx_cfg.efa_enabled,
+    }
+    if fsx_cfg.enabled:
+        fsx["type"] = "lustre"
+        # HyperPod mounts FSx on Slurm nodes (InstanceStorageConfigs); on EKS pods use the FSx
+        # CSI driver and the node does not mount it.
+        fsx["mounted_by"] = "hyperpod" if config.is_slurm else "none"
+        # An adopted file system's names are literals: the scripts can mount it themselves
+        # should HyperPod's mount not appear (a created one's names are deploy-time tokens).
+        if fsx_cfg.dns_name and fsx_cfg.mount_name:
+            fsx["dns_name"] = fsx_cfg.dns_name
+            fsx["mount_name"] = fsx_cfg.mount_name
+    setup = config.cluster.node_setup
+    node_setup = setup.model_dump(mode="json", exclude={"users_file"})
+    if config.is_slurm and setup.users_file is not None:
+        node_setup["users_file"] = USERS_FILE_ON_NODE
     return {
         "environment": config.name,
         "orchestrator": config.orchestrator,
         "cluster_name": config.cluster_name,
         "lifecycle_hook": config.cluster.lifecycle_hook,
-        "fsx": {
-            "enabled": fsx_cfg.enabled,
-            "mount_path": fsx_cfg.mount_path,
-            "efa": fsx_cfg.efa_enabled,
-        },
+        "fsx": fsx,
         "slurm_accounting_database": config.is_slurm
         and config.cluster.slurm_settings.accounting_database,
-        # None values are left out: the uploaded JSON must be the one hashed.
+        "node_setup": node_setup,
         "instance_groups": {
             g.name: {
                 key: value
                 for key, value in (
                     ("node_type", g.effective_node_type if config.is_slurm else "eks"),
                     ("partition", g.effective_partition),
+                    ("instance_type", g.instance_type),
                 )
                 if value is not None
             }
@@ -390,11 +431,21 @@ class EnvironmentStacks:
     lifecycle: LifecycleStack
     cluster: ClusterStack
     data_repositories: DataRepositoryStack | None
+    eks: EksStack | None = None
+    eks_addons: EksAddonsStack | None = None
 
     def all(self) -> list[cdk.Stack]:
         """Every stack, in deploy order."""
-        stacks: list[cdk.Stack] = [self.network, self.storage, self.lifecycle, self.cluster]
-        return stacks + ([self.data_repositories] if self.data_repositories else [])
+        stacks: list[cdk.Stack | None] = [
+            self.network,
+            self.storage,
+            self.lifecycle,
+            self.eks,
+            self.cluster,
+            self.eks_addons,
+            self.data_repositories,
+        ]
+        return [s for s in stacks if s is not None]
 
 
 def build_environment(
@@ -406,10 +457,6 @@ def build_environment(
     env: cdk.Environment | None = None,
 ) -> EnvironmentStacks:
     """Every stack of ``config`` under ``scope`` (an App or a pipeline Stage)."""
-    if not config.is_slurm:
-        raise NotImplementedError(
-            "orchestrator: eks is validated but not built yet; only Slurm environments synthesize"
-        )
     env = env or cdk.Environment(account=config.account, region=config.region)
     prefix = config.name
     network = NetworkStack(scope, f"{prefix}-network", config=config, env=env,
@@ -427,6 +474,12 @@ def build_environment(
         scope, f"{prefix}-nodes", config=config, network=network.network, project_root=project_root, env=env,
         description=f"HyperPod environment {prefix}: lifecycle scripts and node execution role",
     )  # fmt: skip
+    eks = None
+    if not config.is_slurm:
+        eks = EksStack(
+            scope, f"{prefix}-eks", config=config, network=network.network, env=env,
+            description=f"HyperPod environment {prefix}: EKS cluster and HyperPod dependencies",
+        )  # fmt: skip
     cluster = ClusterStack(
         scope,
         f"{prefix}-cluster",
@@ -434,9 +487,19 @@ def build_environment(
         network=network.network,
         storage=storage,
         nodes=lifecycle,
+        eks=eks,
         env=env,
         description=f"HyperPod environment {prefix}: HyperPod cluster",
     )
+    eks_addons = None
+    if eks is not None and needs_eks_addons(config):
+        eks_addons = EksAddonsStack(
+            scope, f"{prefix}-eks-addons", config=config, eks_stack=eks,
+            file_system=storage.file_system, hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
+            description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
+        )  # fmt: skip
+        # node-dependent add-ons wait for the HyperPod cluster (its nodes)
+        eks_addons.add_stack_dependency(cluster)
     data_repositories = None
     fsx_cfg = config.storage.fsx
     if fsx_cfg.enabled and fsx_cfg.data_repository_associations:
@@ -444,4 +507,6 @@ def build_environment(
             scope, f"{prefix}-data-repositories", config=config, storage=storage, env=env,
             description=f"HyperPod environment {prefix}: FSx data repository associations",
         )  # fmt: skip
-    return EnvironmentStacks(network, storage, lifecycle, cluster, data_repositories)
+    return EnvironmentStacks(
+        network, storage, lifecycle, cluster, data_repositories, eks=eks, eks_addons=eks_addons
+    )

@@ -31,7 +31,9 @@ for _path in (PROJECT_ROOT, PROJECT_ROOT / "tests" / "stacks"):
 
 from stack_testkit import (  # noqa: E402
     DELETE,
+    EKS_CONFIGS,
     SHIPPED_CONFIGS,
+    SLURM_CONFIGS,
     STACK_KINDS,
     config_data,
     config_id,
@@ -233,6 +235,22 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str | Pat
 @pytest.fixture(params=SHIPPED_CONFIGS, ids=config_id)
 def shipped(request: pytest.FixtureRequest, synthesized: Callable[[str | Path], Synth]) -> Synth:
     """Each shipped config the app builds, synthesized (parametrizes the test)."""
+    return synthesized(request.param)
+
+
+@pytest.fixture(params=SLURM_CONFIGS, ids=config_id)
+def shipped_slurm(
+    request: pytest.FixtureRequest, synthesized: Callable[[str | Path], Synth]
+) -> Synth:
+    """Each shipped Slurm config, synthesized (parametrizes the test)."""
+    return synthesized(request.param)
+
+
+@pytest.fixture(params=EKS_CONFIGS, ids=config_id)
+def shipped_eks(
+    request: pytest.FixtureRequest, synthesized: Callable[[str | Path], Synth]
+) -> Synth:
+    """Each shipped EKS config, synthesized (parametrizes the test)."""
     return synthesized(request.param)
 
 

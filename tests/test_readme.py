@@ -139,9 +139,11 @@ def test_paths_in_readme_exist(readme: str) -> None:
 
 
 def test_stack_outputs_are_documented(readme: str) -> None:
-    source = (ROOT / "stacks" / "environment.py").read_text(encoding="utf-8")
-    outputs = set(re.findall(r"_output\(\s*self,\s*\"([A-Za-z0-9]+)\"", source))
-    assert outputs, "no outputs found in stacks/environment.py"
+    source = "\n".join(
+        p.read_text(encoding="utf-8") for p in sorted((ROOT / "stacks").glob("*.py"))
+    )
+    outputs = set(re.findall(r"\boutput\(\s*self,\s*\"([A-Za-z0-9]+)\"", source))
+    assert outputs, "no outputs found in stacks/*.py"
     undocumented = sorted(o for o in outputs if f"`{o}`" not in readme)
     assert not undocumented, f"stack outputs missing from README.md: {undocumented}"
 

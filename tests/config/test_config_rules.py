@@ -745,9 +745,48 @@ EKS_REJECTED = [
         "is not in us-west-2",
     ),
     case(
-        {**EKS_ADOPTED, "eks.kubernetes_version": "1.35"},
-        "eks.kubernetes_version",
+        {**EKS_ADOPTED, "eks.logging": ["api"]},
+        "eks.logging",
         "applies only to an EKS cluster the app creates",
+    ),
+    case(
+        {"eks.dependencies.health_monitoring_agent": False},
+        "eks.dependencies.health_monitoring_agent",
+        "cluster.node_recovery: Automatic needs the health monitoring agent",
+    ),
+    case(
+        {
+            "eks.dependencies.health_monitoring_agent": False,
+            "cluster.node_recovery": "None",
+            "cluster.auto_scaling": True,
+        },
+        "eks.dependencies.health_monitoring_agent",
+        "cluster.auto_scaling (Karpenter) needs the health monitoring agent",
+    ),
+    case(
+        {
+            "eks.dependencies.deep_health_check": False,
+            f"{G}[0].deep_health_checks": ["InstanceStress"],
+        },
+        f"{G}[0].deep_health_checks",
+        "needs eks.dependencies.deep_health_check: true",
+    ),
+    case(
+        {"network.closed_network": True},
+        "eks.dependencies.nvidia_device_plugin",
+        "a closed network cannot pull",
+    ),
+    case(
+        {"storage.fsx.enabled": False, "eks.addons.fsx_csi_driver": True},
+        "eks.addons.fsx_csi_driver",
+        "needs a file system",
+    ),
+    case({"eks.dependencies.helm": True}, "eks.dependencies.helm", "unknown key"),
+    case({"eks.addons.karpenter": True}, "eks.addons.karpenter", "unknown key"),
+    case(
+        {"eks.endpoint_access": "public"},
+        "eks.public_access_cidrs",
+        "an empty list opens the Kubernetes API to the internet",
     ),
     case(
         {**EKS_ADOPTED, "eks.endpoint_access": "public"},
@@ -791,6 +830,18 @@ EKS_ACCEPTED = [
     {"eks.endpoint_access": "public_and_private", "eks.public_access_cidrs": ["203.0.113.0/24"]},
     {"eks.kubernetes_version": "1.30", "eks.logging": ["api", "audit"]},
     {**ADOPTED_VPC, "network.eks_availability_zone_ids": DELETE, "network.eks_subnet_ids": SUBNETS},
+    {**EKS_ADOPTED, "eks.kubernetes_version": "1.31"},
+    {
+        "eks.dependencies": {"neuron_device_plugin": False, "mpi_operator": False},
+        "eks.addons": {
+            "training_operator": True,
+            "task_governance": True,
+            "observability": True,
+            "fsx_csi_driver": True,
+        },
+    },
+    {"eks.dependencies.health_monitoring_agent": False, "cluster.node_recovery": "None"},
+    {"storage.fsx.enabled": False},
 ]
 
 PIPELINE_REJECTED = [

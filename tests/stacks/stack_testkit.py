@@ -18,8 +18,8 @@ import yaml
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = PROJECT_ROOT / "config"
 
-# The stack of each kind is named "<name>-<kind>".
-STACK_KINDS = ("network", "storage", "nodes", "cluster", "data-repositories")
+# The stack of each kind is named "<name>-<kind>" (stacks.layout, the app's own list).
+STACK_KINDS = ("network", "storage", "nodes", "eks", "cluster", "eks-addons", "data-repositories")
 
 
 # -- shipped configs -------------------------------------------------------------------------
@@ -30,9 +30,9 @@ def _all_config_files() -> list[Path]:
 
 
 def _is_built_by_the_app(path: Path) -> bool:
-    """False for files the app cannot build yet: EKS environments and pipeline files."""
+    """False for files the app cannot build yet: pipeline files."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    return data.get("orchestrator") != "eks" and "pipeline" not in data
+    return "pipeline" not in data
 
 
 def config_id(path: Path) -> str:
@@ -40,9 +40,18 @@ def config_id(path: Path) -> str:
     return "default" if path == CONFIG_DIR / "default.yaml" else path.stem
 
 
-# Every shipped config the app builds today; EKS and pipeline files wait for those features.
+# Every shipped config the app builds today; pipeline files wait for that feature.
 SHIPPED_CONFIGS = [p for p in _all_config_files() if _is_built_by_the_app(p)]
 UNBUILT_CONFIGS = [p for p in _all_config_files() if not _is_built_by_the_app(p)]
+
+
+def _orchestrator(path: Path) -> str:
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return str(data.get("orchestrator", "slurm"))
+
+
+SLURM_CONFIGS = [p for p in SHIPPED_CONFIGS if _orchestrator(p) == "slurm"]
+EKS_CONFIGS = [p for p in SHIPPED_CONFIGS if _orchestrator(p) == "eks"]
 
 
 def config_path(name: str | Path) -> Path:
@@ -160,9 +169,9 @@ def tags(resource: dict[str, Any]) -> dict[str, str]:
 
 def stack_kinds(config: Any) -> list[str]:
     """The kinds of stack the app builds for a config."""
-    fsx = config.storage.fsx
-    dras = fsx.enabled and bool(fsx.data_repository_associations)
-    return [k for k in STACK_KINDS if k != "data-repositories" or dras]
+    from stacks.layout import stack_kinds as app_stack_kinds
+
+    return app_stack_kinds(config)
 
 
 def stack_params() -> list[Any]:

@@ -53,13 +53,13 @@ def test_instance_count_and_min_count(shipped) -> None:
         assert group.get("MinInstanceCount") == config.min_count, config.name
 
 
-def test_slurm_node_type_of_every_group(shipped) -> None:
-    for config, group in group_pairs(shipped):
+def test_slurm_node_type_of_every_group(shipped_slurm) -> None:
+    for config, group in group_pairs(shipped_slurm):
         assert group["SlurmConfig"]["NodeType"] == (config.node_type or "Compute"), config.name
 
 
-def test_partition_only_on_compute_groups_defaulting_to_the_group_name(shipped) -> None:
-    for config, group in group_pairs(shipped):
+def test_partition_only_on_compute_groups_defaulting_to_the_group_name(shipped_slurm) -> None:
+    for config, group in group_pairs(shipped_slurm):
         slurm = group["SlurmConfig"]
         if slurm["NodeType"] == "Compute":
             assert slurm["PartitionNames"] == [config.partition or config.name], config.name
@@ -67,8 +67,8 @@ def test_partition_only_on_compute_groups_defaulting_to_the_group_name(shipped) 
             assert "PartitionNames" not in slurm, config.name
 
 
-def test_fsx_is_mounted_by_hyperpod_on_every_group(shipped) -> None:
-    fsx = shipped.config.storage.fsx
+def test_fsx_is_mounted_by_hyperpod_on_every_group(shipped_slurm) -> None:
+    fsx = shipped_slurm.config.storage.fsx
     if not fsx.enabled:
         return
     if fsx.file_system_id:
@@ -83,8 +83,10 @@ def test_fsx_is_mounted_by_hyperpod_on_every_group(shipped) -> None:
             "MountName": get_att("FileSystem", "LustreMountName"),
             "MountPath": fsx.mount_path,
         }
-    for config, group in group_pairs(shipped):
-        assert shipped.resolve(storage_configs(group, "FsxLustreConfig")) == [expected], config.name
+    for config, group in group_pairs(shipped_slurm):
+        assert shipped_slurm.resolve(storage_configs(group, "FsxLustreConfig")) == [expected], (
+            config.name
+        )
 
 
 def test_ebs_volume_size_and_key(shipped) -> None:
@@ -199,8 +201,8 @@ def test_every_group_runs_as_the_execution_role(shipped) -> None:
         assert shipped.resolve(group["ExecutionRole"]) == expected, config.name
 
 
-def test_no_kubernetes_settings_on_a_slurm_cluster(shipped) -> None:
-    for config, group in group_pairs(shipped):
+def test_no_kubernetes_settings_on_a_slurm_cluster(shipped_slurm) -> None:
+    for config, group in group_pairs(shipped_slurm):
         assert "KubernetesConfig" not in group, config.name
         assert "ImageReleaseVersion" not in group, config.name
 
@@ -208,9 +210,9 @@ def test_no_kubernetes_settings_on_a_slurm_cluster(shipped) -> None:
 # -- orchestrator ----------------------------------------------------------------------------
 
 
-def test_slurm_orchestrator_has_no_config_strategy_under_continuous(shipped) -> None:
-    assert shipped.config.cluster.node_provisioning_mode == "Continuous"
-    slurm = cluster(shipped)["Orchestrator"]["Slurm"]
+def test_slurm_orchestrator_has_no_config_strategy_under_continuous(shipped_slurm) -> None:
+    assert shipped_slurm.config.cluster.node_provisioning_mode == "Continuous"
+    slurm = cluster(shipped_slurm)["Orchestrator"]["Slurm"]
     assert "SlurmConfigStrategy" not in slurm
 
 
@@ -235,10 +237,10 @@ def test_accounting_database_is_wired_to_the_database_and_its_secret(synthesized
     assert database["Port"] == 3306
 
 
-def test_no_accounting_database_unless_configured(shipped) -> None:
-    if not shipped.config.cluster.slurm_settings.accounting_database:
-        assert "AccountingDatabase" not in cluster(shipped)["Orchestrator"]["Slurm"]
-        assert shipped.resources("storage", "AWS::RDS::DBInstance") == {}
+def test_no_accounting_database_unless_configured(shipped_slurm) -> None:
+    if not shipped_slurm.config.cluster.slurm_settings.accounting_database:
+        assert "AccountingDatabase" not in cluster(shipped_slurm)["Orchestrator"]["Slurm"]
+        assert shipped_slurm.resources("storage", "AWS::RDS::DBInstance") == {}
 
 
 def test_node_recovery_and_provisioning_mode(shipped) -> None:
@@ -272,11 +274,16 @@ def test_cluster_is_tagged_with_the_config_tags(shipped) -> None:
     assert tags["hyperpod-environment"] == shipped.config.name
 
 
-def test_cluster_waits_for_network_storage_and_nodes(shipped) -> None:
+def test_cluster_waits_for_network_storage_and_nodes(shipped_slurm) -> None:
     expected = {"network", "nodes"}
-    fsx = shipped.config.storage.fsx
+    fsx = shipped_slurm.config.storage.fsx
     if (
         fsx.enabled and fsx.file_system_id is None
-    ) or shipped.config.cluster.slurm_settings.accounting_database:
+    ) or shipped_slurm.config.cluster.slurm_settings.accounting_database:
         expected.add("storage")
-    assert shipped.dependencies("cluster") == expected
+    assert shipped_slurm.dependencies("cluster") == expected
+
+
+def test_eks_cluster_waits_for_the_eks_stack_and_not_for_fsx(shipped_eks) -> None:
+    # pods reach FSx through the CSI driver (eks-addons): FSx is off the cluster's path
+    assert shipped_eks.dependencies("cluster") == {"network", "nodes", "eks"}

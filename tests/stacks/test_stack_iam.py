@@ -127,7 +127,7 @@ def test_interfaces_are_created_only_in_the_hyperpod_subnets(shipped) -> None:
     assert sorted(subnets, key=str) == sorted(expected, key=str)
 
 
-@pytest.mark.parametrize("path", shipped_params(lambda c: c.storage.fsx.enabled))
+@pytest.mark.parametrize("path", shipped_params(lambda c: c.storage.fsx.enabled and c.is_slurm))
 def test_execution_role_may_describe_file_systems_when_fsx_is_mounted(
     path: Path, synthesized
 ) -> None:
@@ -135,6 +135,12 @@ def test_execution_role_may_describe_file_systems_when_fsx_is_mounted(
         statements_of_role(synthesized(path))["DescribeFileSystems"]["Action"]
         == "fsx:DescribeFileSystems"
     )
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_eks_nodes_do_not_describe_file_systems(path: Path, synthesized) -> None:
+    # HyperPod mounts nothing on EKS nodes; pods use the FSx CSI driver
+    assert "DescribeFileSystems" not in statements_of_role(synthesized(path))
 
 
 def test_execution_role_may_not_describe_file_systems_without_fsx(build_variant) -> None:

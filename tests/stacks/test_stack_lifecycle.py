@@ -8,11 +8,31 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stack_testkit import LIFECYCLE_PREFIX, PROJECT_ROOT, join_parts, ref
+from stack_testkit import (
+    LIFECYCLE_PREFIX,
+    PROJECT_ROOT,
+    config_data,
+    config_path,
+    join_parts,
+    ref,
+    with_changes,
+)
 
 from hyperpod_cdk.cluster import SETTINGS_FILE, content_hash
-from hyperpod_cdk.config import LIFECYCLE_ENTRY_SCRIPT
+from hyperpod_cdk.config import LIFECYCLE_ENTRY_SCRIPT, EnvironmentConfig, load_environment, parse
 from stacks import node_settings
+
+USERS_YAML = "users:\n  - name: alice\n    uid: 2001\n"
+
+
+def users_config(root: Path) -> EnvironmentConfig:
+    """The minimal example with a users file, in a project root of its own."""
+    shutil.copytree(PROJECT_ROOT / "lifecycle_assets", root / "lifecycle_assets")
+    (root / "users.yaml").write_text(USERS_YAML)
+    data = with_changes(config_data("minimal"), {"cluster.node_setup.users_file": "users.yaml"})
+    config = parse(data, root)
+    assert isinstance(config, EnvironmentConfig)
+    return config
 
 
 def deployment(synth) -> dict[str, Any]:
@@ -65,9 +85,19 @@ def test_lifecycle_scripts_uri_output_matches_the_prefix(shipped) -> None:
     assert join_parts(uri)[-1] == f"/{deployment(shipped)['DestinationBucketKeyPrefix']}"
 
 
-def test_entry_script_runs_on_init_complete_by_default(shipped) -> None:
-    assert shipped.config.cluster.lifecycle_hook == "OnInitComplete"
+def test_entry_script_runs_on_the_configured_hook(shipped) -> None:
+    hook = shipped.config.cluster.lifecycle_hook
+    other = "OnCreate" if hook == "OnInitComplete" else "OnInitComplete"
     for group in groups(shipped):
+        config = group["LifeCycleConfig"]
+        assert config[hook] == LIFECYCLE_ENTRY_SCRIPT == "entrypoint.sh"
+        assert other not in config
+
+
+def test_entry_script_runs_on_init_complete_by_default(build_variant) -> None:
+    synth = build_variant(base="minimal")
+    assert synth.config.cluster.lifecycle_hook == "OnInitComplete"
+    for group in groups(synth):
         config = group["LifeCycleConfig"]
         assert config["OnInitComplete"] == LIFECYCLE_ENTRY_SCRIPT == "entrypoint.sh"
         assert "OnCreate" not in config
@@ -102,18 +132,48 @@ def test_uploaded_settings_json_is_the_node_settings_of_the_config(shipped) -> N
     assert node_settings(shipped.config) == without_nulls(node_settings(shipped.config))
 
 
+DEFAULT_NODE_SETUP = {
+    "home_on_shared_storage": True,
+    "ssh_keys_between_nodes": True,
+    "container_runtime_on_nvme": True,
+    "nvidia_container_toolkit": True,
+    "enroot_pyxis": True,
+    "eks_containerd_on_ebs": True,
+    "log_rotation": True,
+    "log_retention_days": 14,
+    "fsx_mount_timeout_seconds": 600,
+    "fsx_efa_check": "warn",
+    "exporters": {
+        "node": False,
+        "dcgm": False,
+        "efa": False,
+        "node_port": 9100,
+        "dcgm_port": 9400,
+        "efa_port": 9109,
+        "dcgm_image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
+    },
+}
+
+
 def test_node_settings_of_the_default_config(synthesized) -> None:
     assert node_settings(synthesized("default").config) == {
         "environment": "ml-research",
         "orchestrator": "slurm",
         "cluster_name": "ml-research",
         "lifecycle_hook": "OnInitComplete",
-        "fsx": {"enabled": True, "mount_path": "/fsx", "efa": False},
+        "fsx": {
+            "enabled": True,
+            "mount_path": "/fsx",
+            "efa": False,
+            "type": "lustre",
+            "mounted_by": "hyperpod",
+        },
         "slurm_accounting_database": False,
+        "node_setup": DEFAULT_NODE_SETUP,
         "instance_groups": {
-            "controller": {"node_type": "Controller"},
-            "login": {"node_type": "Login"},
-            "gpu": {"node_type": "Compute", "partition": "gpu"},
+            "controller": {"node_type": "Controller", "instance_type": "ml.m5.2xlarge"},
+            "login": {"node_type": "Login", "instance_type": "ml.m5.4xlarge"},
+            "gpu": {"node_type": "Compute", "partition": "gpu", "instance_type": "ml.p5.48xlarge"},
         },
     }
 
@@ -122,12 +182,51 @@ def test_node_settings_follow_the_config(synthesized) -> None:
     config = synthesized("full").config
     settings = node_settings(config)
     assert settings["slurm_accounting_database"] is True
-    assert settings["fsx"] == {"enabled": True, "mount_path": "/fsx", "efa": True}
-    assert settings["instance_groups"]["gpu-az3"] == {
-        "node_type": "Compute",
-        "partition": "gpu-az3",
+    assert settings["fsx"] == {
+        "enabled": True,
+        "mount_path": "/fsx",
+        "efa": True,
+        "type": "lustre",
+        "mounted_by": "hyperpod",
     }
-    assert settings["instance_groups"]["flex"] == {"node_type": "Compute", "partition": "inference"}
+    assert settings["instance_groups"]["gpu-az3"]["partition"] == "gpu-az3"
+    assert settings["instance_groups"]["flex"]["partition"] == "inference"
+    # a flexible group has no single instance type: the node reads it from the resource config
+    assert "instance_type" not in settings["instance_groups"]["flex"]
+
+
+def test_node_settings_of_an_adopted_file_system_name_it_for_a_fallback_mount() -> None:
+    config = load_environment(config_path("existing-vpc-fsx"), PROJECT_ROOT)
+    fsx = node_settings(config)["fsx"]
+    assert fsx["mounted_by"] == "hyperpod"
+    assert fsx["dns_name"] == config.storage.fsx.dns_name
+    assert fsx["mount_name"] == config.storage.fsx.mount_name
+
+
+def test_eks_nodes_do_not_mount_fsx() -> None:
+    config = load_environment(config_path("eks-full"), PROJECT_ROOT)
+    settings = node_settings(config)
+    assert settings["fsx"]["mounted_by"] == "none"
+    assert {g["node_type"] for g in settings["instance_groups"].values()} == {"eks"}
+    assert "users_file" not in settings["node_setup"]
+
+
+def test_node_settings_name_the_users_file_beside_the_scripts(tmp_path: Path) -> None:
+    config = users_config(tmp_path)
+    assert node_settings(config)["node_setup"]["users_file"] == "users.json"
+
+
+def test_node_setup_switches_reach_the_settings(build_variant) -> None:
+    synth = build_variant(
+        {"cluster.node_setup": {"exporters": {"dcgm": True}, "log_rotation": False}},
+        base="minimal",
+        nag=False,
+    )
+    node_setup = node_settings(synth.config)["node_setup"]
+    assert node_setup["exporters"]["dcgm"] is True
+    assert node_setup["log_rotation"] is False
+    settings = asset_dirs(synth)[1] / SETTINGS_FILE
+    assert json.loads(settings.read_text())["node_setup"] == node_setup
 
 
 # -- the content hash ------------------------------------------------------------------------
@@ -192,3 +291,59 @@ def test_changed_script_gives_the_cluster_a_new_prefix(
         join_parts(changed.resolve(groups(changed)[0]["LifeCycleConfig"]["SourceS3Uri"]))[-1]
         == f"/{new_prefix}"
     )
+
+
+# -- generated files beside the scripts (the users file) -----------------------------------------
+
+
+def bare_upload(tmp_path: Path, extra_files: dict[str, str] | None) -> tuple[dict[str, Any], Path]:
+    """A LifecycleScripts in a stack of its own: the deployment's properties and the outdir."""
+    import aws_cdk as cdk
+
+    from hyperpod_cdk.cluster import LifecycleScripts
+    from stacks.app_builder import new_app
+
+    app = new_app(outdir=str(tmp_path / "cdk.out"))  # the app's feature flags
+    stack = cdk.Stack(
+        app, "Scripts", env=cdk.Environment(account="111122223333", region="us-west-2")
+    )
+    LifecycleScripts(
+        stack,
+        "Scripts",
+        directory=PROJECT_ROOT / "lifecycle_assets",
+        settings={"environment": "test"},
+        extra_files=extra_files,
+    )
+    assembly = app.synth()
+    template = assembly.get_stack_by_name("Scripts").template
+    (props,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::CDKBucketDeployment"
+    ]
+    return props, Path(assembly.directory)
+
+
+def test_extra_files_are_uploaded_beside_the_settings(tmp_path: Path) -> None:
+    users = '{"users": [{"name": "alice", "uid": 2001}]}\n'
+    props, outdir = bare_upload(tmp_path, {"users.json": users})
+    keys = props["SourceObjectKeys"]
+    assert len(keys) == 3  # the scripts, settings.json, users.json
+    uploaded = outdir / f"asset.{keys[2].removesuffix('.zip')}" / "users.json"
+    assert uploaded.read_text() == users
+    assert props["Extract"] is True
+
+
+def test_extra_files_are_part_of_the_hash() -> None:
+    scripts = PROJECT_ROOT / "lifecycle_assets"
+    plain = content_hash(scripts, SETTINGS)
+    with_users = content_hash(scripts, SETTINGS, {"users.json": "{}"})
+    assert plain != with_users
+    assert with_users != content_hash(scripts, SETTINGS, {"users.json": '{"users": []}'})
+    assert content_hash(scripts, SETTINGS, {}) == plain
+
+
+@pytest.mark.parametrize("name", ["settings.json", "entrypoint.sh", "lib/x.json", ".hidden", ""])
+def test_extra_files_cannot_replace_the_scripts_or_the_settings(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ValueError, match="extra file"):
+        bare_upload(tmp_path, {name: "x"})

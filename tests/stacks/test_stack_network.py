@@ -112,8 +112,10 @@ def test_compute_subnets_route_to_the_internet_through_nat_only(path: Path, synt
         if r["Properties"]["DestinationCidrBlock"] == "0.0.0.0/0"
     ]
     via_nat = [r for r in default_routes if "NatGatewayId" in r]
-    # one per HyperPod subnet, plus the public route table's route to the internet gateway
-    assert len(via_nat) == 1 + len(synth.config.network.additional_compute_cidrs)
+    # one per HyperPod subnet (plus the EKS subnets' table, whose kubectl handler calls the
+    # EKS and STS APIs), and the public route table's route to the internet gateway
+    eks_table = not synth.config.is_slurm and synth.config.eks_settings.cluster_arn is None
+    assert len(via_nat) == 1 + len(synth.config.network.additional_compute_cidrs) + eks_table
     assert len(default_routes) == len(via_nat) + 1
 
 

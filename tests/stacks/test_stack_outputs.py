@@ -11,18 +11,24 @@ EXPECTED = {
     "network": ["VpcId", "ComputeSubnetId", "NodeSecurityGroupId"],
     "storage": ["DataBucketName"],
     "nodes": ["LifecycleBucketName", "LifecycleScriptsUri", "ExecutionRoleArn"],
-    "cluster": ["ClusterName", "ClusterArn", "ControllerSsmCommand"],
+    "cluster": ["ClusterName", "ClusterArn"],
 }
+# what only one orchestrator has
+SLURM_EXPECTED = {"cluster": ["ControllerSsmCommand"]}
+EKS_EXPECTED = {"eks": ["EksClusterName", "EksClusterArn", "KubeconfigCommand"]}
 FSX_OUTPUTS = ["FileSystemId", "FileSystemDnsName", "FileSystemMountName"]
 
 
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
 def test_stack_outputs_what_users_need_next(shipped, kind: str) -> None:
-    outputs = shipped.outputs(kind)
-    missing = [name for name in EXPECTED[kind] if name not in outputs]
-    assert missing == []
-    for name in EXPECTED[kind]:
-        assert outputs[name].get("Description"), name
+    extra = SLURM_EXPECTED if shipped.config.is_slurm else EKS_EXPECTED
+    for kind_, names in (*EXPECTED.items(), *extra.items()):
+        if kind_ != kind and not (kind == "cluster" and kind_ == "eks"):
+            continue
+        outputs = shipped.outputs(kind_)
+        assert [name for name in names if name not in outputs] == [], kind_
+        for name in names:
+            assert outputs[name].get("Description"), name
 
 
 @pytest.mark.parametrize("path", shipped_params(lambda c: c.storage.fsx.enabled))
@@ -51,15 +57,15 @@ def test_cluster_outputs_name_and_arn(shipped) -> None:
     assert outputs["ClusterArn"]["Value"] == get_att("HyperPodCluster", "ClusterArn")
 
 
-def test_controller_ssm_command_names_the_cluster_and_the_controller_group(shipped) -> None:
-    parts = join_parts(shipped.outputs("cluster")["ControllerSsmCommand"]["Value"])
+def test_controller_ssm_command_names_the_cluster_and_the_controller_group(shipped_slurm) -> None:
+    parts = join_parts(shipped_slurm.outputs("cluster")["ControllerSsmCommand"]["Value"])
     text = "".join(p for p in parts if isinstance(p, str))
     controller = next(
-        g.name for g in shipped.config.cluster.instance_groups if g.node_type == "Controller"
+        g.name for g in shipped_slurm.config.cluster.instance_groups if g.node_type == "Controller"
     )
     assert "aws ssm start-session" in text
-    assert f"--cluster-name {shipped.config.cluster_name}" in text
-    assert f"--region {shipped.config.region}" in text
+    assert f"--cluster-name {shipped_slurm.config.cluster_name}" in text
+    assert f"--region {shipped_slurm.config.region}" in text
     assert f"_{controller}-" in text
     # the cluster id is the last part of the cluster ARN
     assert {

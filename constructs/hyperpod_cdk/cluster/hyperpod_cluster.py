@@ -75,6 +75,8 @@ class HyperPodCluster(Construct):
     :param file_system: a Lustre file system HyperPod mounts on every node (Slurm).
     :param accounting_database: an external Slurm accounting database.
     :param eks_cluster_arn: the EKS cluster, for ``orchestrator: eks``.
+    :param cluster_role_arn: the role HyperPod assumes to scale the cluster
+        (Karpenter autoscaling); default ``config.cluster_role_arn``.
     :param depends_on: what must exist before the cluster (the lifecycle upload).
     """
 
@@ -93,6 +95,7 @@ class HyperPodCluster(Construct):
         file_system: FileSystemHandle | None = None,
         accounting_database: AccountingDatabaseRef | None = None,
         eks_cluster_arn: str | None = None,
+        cluster_role_arn: str | None = None,
         tags: Mapping[str, str] | None = None,
         depends_on: Sequence[IDependable] = (),
     ) -> None:
@@ -123,7 +126,20 @@ class HyperPodCluster(Construct):
             vpc_config=_Props.VpcConfigProperty(
                 security_group_ids=self._security_group_ids, subnets=[subnets[main_az_id].subnet_id]
             ),
-            cluster_role=config.cluster_role_arn,
+            cluster_role=cluster_role_arn or config.cluster_role_arn,
+            auto_scaling=(
+                _Props.ClusterAutoScalingConfigProperty(mode="Enable", auto_scaler_type="Karpenter")
+                if config.auto_scaling
+                else None
+            ),
+            tiered_storage_config=(
+                _Props.TieredStorageConfigProperty(
+                    mode="Enable",
+                    instance_memory_allocation_percentage=config.tiered_storage.memory_percent,
+                )
+                if config.tiered_storage is not None
+                else None
+            ),
             tags=[{"key": k, "value": v} for k, v in sorted((tags or {}).items())] or None,
         )
         for dependency in depends_on:

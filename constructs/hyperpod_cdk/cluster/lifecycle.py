@@ -29,14 +29,19 @@ def _files(directory: Path) -> list[Path]:
     )
 
 
-def content_hash(directory: Path, settings: Mapping[str, Any]) -> str:
-    """A digest of every file (path, mode, bytes) and of the generated settings."""
+def content_hash(
+    directory: Path, settings: Mapping[str, Any], extra_files: Mapping[str, str] | None = None
+) -> str:
+    """A digest of every file (path, mode, bytes), of the generated settings and of the
+    generated extra files."""
     digest = hashlib.sha256()
     for path in _files(directory):
         digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
         digest.update(b"x" if path.stat().st_mode & 0o111 else b"-")
         digest.update(path.read_bytes() + b"\0")
     digest.update(json.dumps(settings, sort_keys=True).encode())
+    for name, content in sorted((extra_files or {}).items()):
+        digest.update(b"\0extra\0" + name.encode() + b"\0" + content.encode())
     return digest.hexdigest()
 
 
@@ -54,6 +59,8 @@ class LifecycleScripts(Construct):
         (the scripts themselves hold no environment-specific values).
     :param access_logs_bucket: where the bucket's server access logs go; a
         log bucket of its own when not given.
+    :param extra_files: more generated files written beside ``settings.json``,
+        by file name (e.g. ``users.json``); none when not given.
     """
 
     def __init__(
@@ -64,13 +71,22 @@ class LifecycleScripts(Construct):
         directory: str | Path,
         settings: Mapping[str, Any],
         access_logs_bucket: s3.IBucket | None = None,
+        extra_files: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         directory = Path(directory)
         if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
             raise ValueError(f"{directory} has no {LIFECYCLE_ENTRY_SCRIPT}")
+        extra = dict(extra_files or {})
+        for name in extra:
+            if name == SETTINGS_FILE or "/" in name or name.startswith(".") or not name:
+                raise ValueError(
+                    f"extra file {name!r}: use a plain file name other than {SETTINGS_FILE}"
+                )
+            if (directory / name).exists():
+                raise ValueError(f"extra file {name!r} would replace {directory / name}")
         self.entry_script = LIFECYCLE_ENTRY_SCRIPT
-        self.hash = content_hash(directory, settings)
+        self.hash = content_hash(directory, settings, extra)
         self.prefix = f"lifecycle/{self.hash[:20]}/"
         if access_logs_bucket is None:
             access_logs_bucket = access_log_bucket(
@@ -95,6 +111,7 @@ class LifecycleScripts(Construct):
             sources=[
                 s3deploy.Source.asset(str(directory), exclude=sorted(_IGNORED)),
                 s3deploy.Source.json_data(SETTINGS_FILE, dict(settings)),
+                *(s3deploy.Source.data(name, content) for name, content in sorted(extra.items())),
             ],
             destination_bucket=self.bucket,
             destination_key_prefix=self.prefix,

@@ -104,6 +104,11 @@ CLOSED_NETWORK_ENDPOINTS = (
     "sts",
 )
 
+# What an EKS-orchestrated closed network needs on top: the EKS API (kubectl
+# handler, nodes) and EKS Pod Identity (EKS user guide "Deploy private clusters
+# with limited internet access").
+EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth")
+
 # VPC user guide "Subnet CIDR blocks": the first four and the last address are reserved.
 SUBNET_RESERVED_ADDRESSES = 5
 

@@ -43,6 +43,9 @@ class StrictModel(BaseModel):
         return key in self.model_fields_set
 
 
+# node_setup builds on StrictModel, so it is imported once StrictModel exists.
+from hyperpod_cdk.config.node_setup import NodeSetup  # noqa: E402
+
 AzId = Annotated[
     str,
     _matching(
@@ -626,6 +629,10 @@ class ClusterConfig(StrictModel):
     cluster_role_arn: RoleArn | None = None
     tiered_storage: TieredStorageConfig | None = None
     slurm: SlurmSettings | None = Field(default=None, description="slurm only.")
+    node_setup: NodeSetup = Field(
+        default_factory=NodeSetup,
+        description="What the lifecycle scripts do on each node on top of HyperPod's own setup.",
+    )
     instance_groups: Annotated[
         list[InstanceGroup], Field(min_length=1, max_length=facts.MAX_INSTANCE_GROUPS)
     ]
@@ -639,6 +646,66 @@ class ClusterConfig(StrictModel):
     def continuous(self) -> bool:
         """True under Continuous node provisioning."""
         return self.node_provisioning_mode == "Continuous"
+
+
+class EksDependencies(StrictModel):
+    """eks only: the components HyperPod needs on the EKS cluster, each on by default.
+
+    They are installed before the HyperPod cluster is created, tolerate the
+    HyperPod node-health taint and are pinned to a version.
+    """
+
+    health_monitoring_agent: bool = Field(
+        default=True,
+        description="HyperPod health monitoring agent (aws-hyperpod); needed for automatic node recovery.",
+    )
+    deep_health_check: bool = Field(
+        default=True, description="RBAC HyperPod's deep health checks use (aws-hyperpod)."
+    )
+    job_auto_restart: bool = Field(
+        default=True, description="RBAC HyperPod's job auto-restart uses (aws-hyperpod)."
+    )
+    patching: bool = Field(
+        default=True, description="RBAC HyperPod's AMI patching (node drain) uses (aws-hyperpod)."
+    )
+    training_operator: bool = Field(
+        default=True, description="Kubeflow training operator (PyTorchJob and friends; kubeflow)."
+    )
+    mpi_operator: bool = Field(default=True, description="Kubeflow MPI operator (mpi-operator).")
+    nvidia_device_plugin: bool = Field(
+        default=True, description="NVIDIA device plugin (nvidia.com/gpu; kube-system)."
+    )
+    neuron_device_plugin: bool = Field(
+        default=True, description="AWS Neuron device plugin (Trainium/Inferentia; kube-system)."
+    )
+    efa_device_plugin: bool = Field(
+        default=True, description="EFA device plugin (vpc.amazonaws.com/efa; kube-system)."
+    )
+
+    def enabled(self) -> list[str]:
+        """The names of the components switched on, in declaration order."""
+        return [name for name in type(self).model_fields if getattr(self, name)]
+
+
+class EksAddons(StrictModel):
+    """eks only: optional HyperPod add-ons, installed after the HyperPod cluster has nodes."""
+
+    training_operator: bool = Field(
+        default=False,
+        description="HyperPod training operator add-on, with cert-manager and its pod identity.",
+    )
+    task_governance: bool = Field(
+        default=False, description="HyperPod task governance add-on (Kueue based)."
+    )
+    observability: bool = Field(
+        default=False,
+        description="HyperPod observability add-on, with an Amazon Managed Prometheus workspace.",
+    )
+    fsx_csi_driver: bool | None = Field(
+        default=None,
+        description="FSx for Lustre CSI driver plus a PersistentVolume and claim for the "
+        "environment's file system; default: on when storage.fsx is enabled.",
+    )
 
 
 class EksConfig(StrictModel):
@@ -657,7 +724,11 @@ class EksConfig(StrictModel):
     kubectl_role_arn: RoleArn | None = None
     kubernetes_version: Annotated[
         Literal["1.30", "1.31", "1.32", "1.33", "1.34", "1.35"], BeforeValidator(_decimal_version)
-    ] = "1.35"
+    ] = Field(
+        default="1.35",
+        description="Kubernetes version of the cluster the app creates (a version HyperPod supports); "
+        "with cluster_arn, the adopted cluster's version (picks the kubectl and add-on versions).",
+    )
     endpoint_access: Literal["private", "public_and_private", "public"] = "private"
     public_access_cidrs: list[Cidr] = Field(default_factory=list)
     admin_principal_arns: list[
@@ -670,23 +741,14 @@ class EksConfig(StrictModel):
         ]
     ] = Field(default_factory=list)
     logging: list[EksLogType] = Field(default_factory=lambda: list(get_args(EksLogType)))
-    dependencies: dict[
-        Annotated[
-            str,
-            _matching(r"^[a-z][a-z0-9_]*$", "a lowercase name with '_', like training_operator"),
-        ],
-        bool | dict[str, Any],
-    ] = Field(
-        default_factory=dict,
-        description="Per-component toggles of what HyperPod needs on the cluster.",
+    dependencies: EksDependencies = Field(
+        default_factory=lambda: EksDependencies(),
+        description="What HyperPod needs on the cluster, installed before the HyperPod cluster.",
     )
-    addons: dict[
-        Annotated[
-            str,
-            _matching(r"^[a-z][a-z0-9_]*$", "a lowercase name with '_', like training_operator"),
-        ],
-        bool | dict[str, Any],
-    ] = Field(default_factory=dict, description="Optional HyperPod add-ons.")
+    addons: EksAddons = Field(
+        default_factory=lambda: EksAddons(),
+        description="Optional HyperPod add-ons, installed once the cluster has nodes.",
+    )
 
 
 class PipelineStage(StrictModel):
@@ -790,6 +852,16 @@ class EnvironmentConfig(StrictModel):
     def is_slurm(self) -> bool:
         """True for Slurm orchestration."""
         return self.orchestrator == "slurm"
+
+    @property
+    def eks_settings(self) -> EksConfig:
+        """The ``eks`` section, defaults when it is absent."""
+        return self.eks or EksConfig()
+
+    @property
+    def eks_cluster_name(self) -> str:
+        """Name of the EKS cluster the app creates: ``<name>-eks``."""
+        return f"{self.name}-eks"
 
 
 class PipelineFileConfig(StrictModel):

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.node_setup import check_node_setup
 from hyperpod_cdk.config.models import (
     ClusterConfig,
     DataRepositoryAssociation,
@@ -75,6 +76,9 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     _check_cluster(cfg.cluster, cfg, out)
     _check_groups(cfg.cluster, cfg, out)
     _check_eks(cfg, out)
+    _check_eks_dependencies(cfg, out)
+    _check_eks_addons(cfg, out)
+    check_node_setup(cfg, project_root, out)
     if project_root is not None:
         _check_lifecycle_dir(cfg.cluster, project_root, out)
     return out.issues
@@ -705,7 +709,6 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
                 f"is not in {cfg.region}; HyperPod uses an EKS cluster in its own region",
             )
         for key in (
-            "kubernetes_version",
             "endpoint_access",
             "public_access_cidrs",
             "admin_principal_arns",
@@ -720,6 +723,12 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
         out.error("eks.kubectl_role_arn", "applies only with eks.cluster_arn (an adopted cluster)")
     if eks.endpoint_access == "private" and eks.public_access_cidrs:
         out.error("eks.public_access_cidrs", "needs endpoint_access public or public_and_private")
+    if eks.endpoint_access != "private" and not eks.public_access_cidrs and not adopted:
+        out.error(
+            "eks.public_access_cidrs",
+            f"endpoint_access {eks.endpoint_access} needs the networks allowed to reach the public "
+            "endpoint; an empty list opens the Kubernetes API to the internet",
+        )
     for i, block in enumerate(eks.public_access_cidrs):
         if block.prefixlen == 0:
             out.error(
@@ -745,4 +754,67 @@ def _check_lifecycle_dir(cluster: ClusterConfig, project_root: Path, out: _Colle
             path,
             f"contains {LEGACY_SLURM_FILE}; with API-driven Slurm it makes cluster updates fail "
             "and roll back: remove it",
+        )
+
+
+def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
+    if cfg.is_slurm:
+        return
+    # pure data, no CDK: safe to import during validation
+    from hyperpod_cdk.eks.manifests import dependency_components, health_agent_supported_regions
+
+    deps = cfg.eks_settings.dependencies
+    path = "eks.dependencies"
+    cluster = cfg.cluster
+    if not deps.health_monitoring_agent:
+        if cluster.node_recovery == "Automatic":
+            out.error(
+                f"{path}.health_monitoring_agent",
+                "cluster.node_recovery: Automatic needs the health monitoring agent, which reports "
+                "faulty nodes; switch it on or set cluster.node_recovery: None",
+            )
+        if cluster.auto_scaling:
+            out.error(
+                f"{path}.health_monitoring_agent",
+                "cluster.auto_scaling (Karpenter) needs the health monitoring agent; switch it on",
+            )
+    elif cfg.region not in health_agent_supported_regions():
+        out.error(
+            f"{path}.health_monitoring_agent",
+            f"the agent's image is not published in {cfg.region}; use a HyperPod region or switch it off",
+        )
+    if not deps.deep_health_check:
+        for i, group in enumerate(cluster.instance_groups):
+            if group.deep_health_checks:
+                out.error(
+                    f"cluster.instance_groups[{i}].deep_health_checks",
+                    f"needs {path}.deep_health_check: true (the RBAC the checks run with)",
+                )
+    if cfg.network.closed_network:
+        enabled = [k for k in deps.enabled() if k != "health_monitoring_agent" or cfg.region in
+                   health_agent_supported_regions()]  # fmt: skip
+        for component in dependency_components(region=cfg.region, enabled=enabled):
+            public = [i for i in component.images if not _is_private_ecr(i)]
+            if public:
+                out.error(
+                    f"{path}.{component.key}",
+                    f"a closed network cannot pull {public[0]} (no NAT); switch it off, or give "
+                    "the network a NAT (closed_network: false)",
+                )
+
+
+def _is_private_ecr(image: str) -> bool:
+    """True for an image in a private Amazon ECR registry (reachable through endpoints)."""
+    host = image.split("/", 1)[0]
+    return ".dkr.ecr." in host and host.endswith(".amazonaws.com")
+
+
+def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
+    if cfg.is_slurm:
+        return
+    addons = cfg.eks_settings.addons
+    if addons.fsx_csi_driver and not cfg.storage.fsx.enabled:
+        out.error(
+            "eks.addons.fsx_csi_driver",
+            "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods",
         )

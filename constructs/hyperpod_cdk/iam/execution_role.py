@@ -204,3 +204,88 @@ class ExecutionRole(Construct):
         )
         policy.attach_to_role(self.role)
         return policy
+
+    def grant_eks_node(self, eks_cluster_arn: str, scope: Construct | None = None) -> iam.Policy:
+        """What a node of an EKS-orchestrated cluster needs on top of the managed policy.
+
+        - the Amazon VPC CNI, which runs with the node's credentials on HyperPod:
+          describe calls, secondary IPs and interface attachment, tags on the
+          interfaces it creates;
+        - pulling images from Amazon ECR (the EKS add-ons and HyperPod agents
+          are in AWS-owned registries of the region);
+        - ``eks-auth:AssumeRoleForPodIdentity`` on the cluster, so pods with an
+          EKS Pod Identity association get their role.
+
+        (HyperPod user guide "IAM role for SageMaker HyperPod", Amazon EKS
+        section.) The policy is created in ``scope`` (default: this construct),
+        e.g. the stack that knows the cluster, so the role's stack need not
+        wait for the EKS cluster.
+        """
+        stack = cdk.Stack.of(scope or self)
+
+        def arn(resource: str) -> str:
+            return stack.format_arn(service="ec2", resource=resource, resource_name="*")
+
+        policy = iam.Policy(
+            scope or self,
+            "EksNodePolicy",
+            statements=[
+                iam.PolicyStatement(
+                    sid="CniDescribe",
+                    actions=[
+                        "ec2:DescribeInstances",
+                        "ec2:DescribeInstanceTypes",
+                        "ec2:DescribeNetworkInterfaces",
+                        "ec2:DescribeSubnets",
+                        "ec2:DescribeTags",
+                    ],
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="CniInterfaces",
+                    actions=[
+                        "ec2:AssignPrivateIpAddresses",
+                        "ec2:AttachNetworkInterface",
+                        "ec2:UnassignPrivateIpAddresses",
+                    ],
+                    resources=[arn("instance"), arn("network-interface")],
+                ),
+                iam.PolicyStatement(
+                    sid="CniTagInterfaces",
+                    actions=["ec2:CreateTags"],
+                    resources=[arn("network-interface")],
+                ),
+                iam.PolicyStatement(
+                    sid="PullImages",
+                    actions=[
+                        "ecr:BatchCheckLayerAvailability",
+                        "ecr:BatchGetImage",
+                        "ecr:GetAuthorizationToken",
+                        "ecr:GetDownloadUrlForLayer",
+                    ],
+                    resources=["*"],
+                ),
+                iam.PolicyStatement(
+                    sid="PodIdentity",
+                    actions=["eks-auth:AssumeRoleForPodIdentity"],
+                    resources=[eks_cluster_arn],
+                ),
+            ],
+        )
+        policy.attach_to_role(self.role)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ec2:Describe* and ecr:GetAuthorizationToken have no resource-level permissions; image pulls "
+            "come from AWS-owned ECR registries in other accounts (EKS add-ons, HyperPod agents), so the "
+            "repositories cannot be listed in advance. All are read-only.",
+        )
+        for resource in ("instance", "network-interface"):
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::arn:{nag_partition(stack)}:ec2:{stack.region}:"
+                f"{nag_account(stack)}:{resource}/*]",
+                "The VPC CNI manages secondary IPs and interfaces of the HyperPod nodes, whose instance and "
+                "interface ids HyperPod assigns at launch; limited to this account and region.",
+            )
+        return policy

@@ -58,6 +58,8 @@ class HyperPodNetwork(Construct):
     :param database_subnet_ids: adopted database subnets (adopted VPC).
     :param eks_az_ids: AZ IDs of EKS control-plane subnets to create (new VPC).
     :param eks_subnet_ids: adopted EKS control-plane subnets.
+    :param closed_network_endpoints: the interface endpoints a closed network
+        gets (besides ``interface_endpoints``); add ``eks``, ``eks-auth`` for EKS.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class HyperPodNetwork(Construct):
         database_subnet_ids: Sequence[str] = (),
         eks_az_ids: Sequence[str] = (),
         eks_subnet_ids: Sequence[str] = (),
+        closed_network_endpoints: Sequence[str] = CLOSED_NETWORK_ENDPOINTS,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = network
@@ -90,7 +93,7 @@ class HyperPodNetwork(Construct):
         ]
         endpoints = list(network.interface_endpoints)
         if network.closed_network:
-            endpoints += [e for e in CLOSED_NETWORK_ENDPOINTS if e not in endpoints]
+            endpoints += [e for e in closed_network_endpoints if e not in endpoints]
         if endpoints:
             self._add_interface_endpoints(endpoints)
 
@@ -182,23 +185,31 @@ class HyperPodNetwork(Construct):
                 availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
             )  # fmt: skip
 
-        if database_az_ids or eks_az_ids:
-            isolated_rt = ec2.CfnRouteTable(self, "IsolatedRouteTable", vpc_id=cfn_vpc.ref)
-            private_route_tables.append(isolated_rt.ref)
-            for kind, label, az_ids, into in (
-                (_DATABASE, "Database", database_az_ids, self.database_subnets),
-                (_EKS, "Eks", eks_az_ids, self.eks_subnets),
-            ):
-                for index, az_id in enumerate(az_ids):
-                    name = f"{label}{_az_logical_suffix(az_id)}"
-                    block = small_subnet_cidr(net.cidr, kind, index)
-                    subnet = self._subnet(name, cfn_vpc, az_id, block, public=False)
-                    ec2.CfnSubnetRouteTableAssociation(self, f"{name}Association", subnet_id=subnet.ref,
-                                                       route_table_id=isolated_rt.ref)  # fmt: skip
-                    into.append(ec2.Subnet.from_subnet_attributes(
-                        self, f"{name}Ref", subnet_id=subnet.ref, route_table_id=isolated_rt.ref,
-                        availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
-                    ))  # fmt: skip
+        # Database subnets are isolated. EKS control-plane subnets also host the
+        # kubectl handler, which calls the EKS and STS APIs: they route through
+        # NAT when there is one (a closed network reaches them by endpoints).
+        for kind, label, az_ids, into, route_nat in (
+            (_DATABASE, "Database", database_az_ids, self.database_subnets, None),
+            (_EKS, "Eks", eks_az_ids, self.eks_subnets, first_nat),
+        ):
+            if not az_ids:
+                continue
+            table_name = "IsolatedRouteTable" if route_nat is None else f"{label}RouteTable"
+            table = ec2.CfnRouteTable(self, table_name, vpc_id=cfn_vpc.ref)
+            private_route_tables.append(table.ref)
+            if route_nat is not None:
+                ec2.CfnRoute(self, f"{label}DefaultRoute", route_table_id=table.ref,
+                             destination_cidr_block="0.0.0.0/0", nat_gateway_id=route_nat.ref)  # fmt: skip
+            for index, az_id in enumerate(az_ids):
+                name = f"{label}{_az_logical_suffix(az_id)}"
+                block = small_subnet_cidr(net.cidr, kind, index)
+                subnet = self._subnet(name, cfn_vpc, az_id, block, public=False)
+                ec2.CfnSubnetRouteTableAssociation(self, f"{name}Association", subnet_id=subnet.ref,
+                                                   route_table_id=table.ref)  # fmt: skip
+                into.append(ec2.Subnet.from_subnet_attributes(
+                    self, f"{name}Ref", subnet_id=subnet.ref, route_table_id=table.ref,
+                    availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
+                ))  # fmt: skip
 
         ec2.CfnVPCEndpoint(
             self,

@@ -1,0 +1,401 @@
+"""The ``cluster.node_setup`` section: what the lifecycle scripts do on each node.
+
+HyperPod sets a node up itself (Slurm from the API-driven configuration, the
+FSx mount); the lifecycle scripts in ``lifecycle_assets/`` verify that and add
+the steps switched on here. The switches reach the node through the generated
+``settings.json`` (``node_settings`` in ``stacks/environment.py``), so the
+scripts hold no environment-specific value.
+
+The optional users file (YAML, relative to the project root) is validated here
+and shipped to the node as ``users.json`` beside the scripts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+
+import yaml
+from pydantic import (
+    BeforeValidator,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.models import StrictModel, _matching
+
+if TYPE_CHECKING:
+    from hyperpod_cdk.config.models import EnvironmentConfig
+
+# The name of the users file beside the scripts on the node (lifecycle_assets/lib/users.sh reads it).
+USERS_FILE_ON_NODE = "users.json"
+
+# Debian/Ubuntu give normal users UIDs 1000-59999 (adduser.conf FIRST_UID/LAST_UID); 1000 is
+# the AMI's own `ubuntu` user, so the users file starts above it.
+MIN_UID = 1001
+MAX_UID = 59999
+# Names a users file must not take: accounts of the AMI, Slurm and the system.
+RESERVED_USER_NAMES = frozenset(
+    {"root", "ubuntu", "slurm", "munge", "nobody", "daemon", "sys", "sync", "admin", "ssm-user"}
+)
+# useradd's default NAME_REGEX on Debian/Ubuntu (adduser.conf), at most 32 characters.
+USER_NAME_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
+# An OpenSSH public key line: type, base64 body, optional comment.
+SSH_PUBLIC_KEY_PATTERN = (
+    r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)"
+    r"@openssh\.com) [A-Za-z0-9+/=]+( [^\n]*)?$"
+)
+# nvcr.io/nvidia/k8s/dcgm-exporter: the NVIDIA DCGM exporter image, pinned (DCGM 4.2.3,
+# exporter 4.1.3); it serves metrics on :9400 (NVIDIA dcgm-exporter README).
+DEFAULT_DCGM_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
+# A container image pinned by tag or digest: registry/path:tag or registry/path@sha256:...
+IMAGE_PATTERN = (
+    r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]{1,128}|@sha256:[0-9a-f]{64})$"
+)
+
+Port = Annotated[int, Field(ge=1024, le=65535)]
+UserName = Annotated[str, StringConstraints(pattern=USER_NAME_PATTERN)]
+
+
+def _yaml_off(value: Any) -> Any:
+    """YAML 1.1 reads an unquoted ``off`` as false: take it as the word it shows."""
+    return "off" if value is False else value
+
+
+class Exporters(StrictModel):
+    """slurm only: Prometheus exporters on the nodes, each off by default.
+
+    Everything comes from pinned artifacts: the Ubuntu package
+    ``prometheus-node-exporter``, the DCGM exporter image, and the EFA exporter
+    shipped with the lifecycle scripts (Python standard library only).
+    """
+
+    node: bool = Field(
+        default=False,
+        description="Node exporter (Ubuntu package prometheus-node-exporter) on every Slurm node.",
+    )
+    dcgm: bool = Field(
+        default=False,
+        description="NVIDIA DCGM exporter (GPU metrics, a pinned container image) on GPU nodes.",
+    )
+    efa: bool = Field(
+        default=False,
+        description="EFA exporter (the counters under /sys/class/infiniband) on nodes with EFA devices.",
+    )
+    node_port: Port = Field(default=9100, description="Port of the node exporter.")
+    dcgm_port: Port = Field(default=9400, description="Port of the DCGM exporter.")
+    efa_port: Port = Field(default=9109, description="Port of the EFA exporter.")
+    dcgm_image: Annotated[
+        str,
+        _matching(
+            IMAGE_PATTERN,
+            "a container image pinned by tag or digest, like registry/path/name:1.2.3",
+            max_length=512,
+        ),
+    ] = Field(
+        default=DEFAULT_DCGM_IMAGE,
+        description="DCGM exporter image, pinned by tag or digest (the 'latest' tag is refused).",
+    )
+
+    @field_validator("dcgm_image")
+    @classmethod
+    def _pinned(cls, value: str) -> str:
+        if value.endswith(":latest"):
+            raise ValueError(f"{value!r} is not pinned; name a version tag or a sha256 digest")
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_ports(self) -> Exporters:
+        seen: dict[int, str] = {}
+        for name in ("node_port", "dcgm_port", "efa_port"):
+            port = getattr(self, name)
+            if port in seen:
+                raise ValueError(
+                    f"{name} {port} is also {seen[port]}; give each exporter its own port"
+                )
+            seen[port] = name
+        return self
+
+
+class NodeSetup(StrictModel):
+    """What the lifecycle scripts do on each node, on top of HyperPod's own setup.
+
+    HyperPod configures Slurm (and slurmdbd with the accounting database) and
+    mounts FSx; the scripts wait for and verify that, then run the steps below.
+    """
+
+    users_file: (
+        Annotated[
+            str,
+            _matching(
+                r"^[A-Za-z0-9._][A-Za-z0-9._/-]*$",
+                "a path relative to the project root, like users.yaml",
+                max_length=1024,
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="slurm only: a YAML file (relative to the project root) of users to create on "
+        "every node: {users: [{name, uid, groups, ssh_public_keys}]}.",
+    )
+    home_on_shared_storage: bool = Field(
+        default=True,
+        description="slurm only: home directories of the users file on FSx (<mount_path>/home/<name>); "
+        "else local /home.",
+    )
+    ssh_keys_between_nodes: bool = Field(
+        default=True,
+        description="slurm only: a key pair per user of the users file in the shared home, "
+        "authorized for logins between the nodes.",
+    )
+    container_runtime_on_nvme: bool = Field(
+        default=True,
+        description="slurm only: Docker data on the local NVMe (/opt/dlami/nvme), else on the "
+        "group's EBS volume (/opt/sagemaker), on login and compute nodes.",
+    )
+    nvidia_container_toolkit: bool = Field(
+        default=True,
+        description="slurm only: on GPU nodes, check the NVIDIA container toolkit the AMI ships "
+        "and register its runtime with Docker.",
+    )
+    enroot_pyxis: bool = Field(
+        default=True,
+        description="slurm only: check that enroot and pyxis (shipped by the HyperPod AMI) are "
+        "installed and pyxis is registered with Slurm; the scripts never download them.",
+    )
+    eks_containerd_on_ebs: bool = Field(
+        default=True,
+        description="eks only: containerd and kubelet data on the group's EBS volume "
+        "(/opt/sagemaker) instead of the root volume.",
+    )
+    log_rotation: bool = Field(
+        default=True,
+        description="Rotate the lifecycle log (and the Slurm logs on Slurm nodes) daily.",
+    )
+    log_retention_days: Annotated[int, Field(ge=1, le=365)] = Field(
+        default=14, description="Days of rotated logs kept on the node."
+    )
+    fsx_mount_timeout_seconds: Annotated[int, Field(ge=30, le=3600)] = Field(
+        default=600,
+        description="slurm only: how long a node waits for the FSx mount before it fails.",
+    )
+    fsx_efa_check: Annotated[Literal["off", "warn", "fail"], BeforeValidator(_yaml_off)] = Field(
+        default="warn",
+        description="slurm only, EFA-enabled FSx: check that Lustre reaches FSx over EFA on nodes "
+        "with EFA devices (a silent fallback to TCP is slow); warn in the log, or fail the node.",
+    )
+    exporters: Exporters = Field(
+        default_factory=Exporters, description="slurm only: Prometheus exporters on the nodes."
+    )
+
+    @field_validator("users_file")
+    @classmethod
+    def _inside_the_project(cls, value: str | None) -> str | None:
+        if value is not None and ".." in value.split("/"):
+            raise ValueError(f"{value!r} must stay inside the project (no '..' parts)")
+        return value
+
+
+# -- the users file ---------------------------------------------------------------------------
+
+
+class NodeUser(StrictModel):
+    """One user created on every Slurm node (same name and UID everywhere)."""
+
+    name: UserName = Field(description="Login name (useradd's default name rule).")
+    uid: Annotated[int, Field(ge=MIN_UID, le=MAX_UID)] = Field(
+        description="UID, and the GID of the user's own group."
+    )
+    groups: list[UserName] = Field(
+        default_factory=list, description="Supplementary groups (created when missing)."
+    )
+    ssh_public_keys: list[Annotated[str, StringConstraints(pattern=SSH_PUBLIC_KEY_PATTERN)]] = (
+        Field(
+            default_factory=list, description="OpenSSH public keys allowed to log in as this user."
+        )
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        if value in RESERVED_USER_NAMES:
+            raise ValueError(
+                f"{value!r} is an account of the AMI or the system; choose another name"
+            )
+        return value
+
+
+class UsersFile(StrictModel):
+    """The users file: ``users: [...]``, names and UIDs unique."""
+
+    users: list[NodeUser] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique(self) -> UsersFile:
+        for attr in ("name", "uid"):
+            seen: set[Any] = set()
+            for user in self.users:
+                value = getattr(user, attr)
+                if value in seen:
+                    raise ValueError(f"{attr} {value!r} is given to more than one user")
+                seen.add(value)
+        return self
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    """``("users", 1, "uid")`` -> ``users[1].uid`` (models.dotted is defined after this import)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+
+
+def read_users_file(path: Path) -> UsersFile:
+    """The users in ``path``; ValueError with one line per problem (key paths inside the file)."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML: {exc}") from None
+    try:
+        return UsersFile.model_validate(data if data is not None else {})
+    except ValidationError as exc:
+        problems = [
+            f"{_dotted(e['loc']) or '(top level)'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        ]
+        raise ValueError("; ".join(problems)) from None
+
+
+def users_json(users: UsersFile) -> str:
+    """The users as the node reads them (``users.json``): stable, sorted keys."""
+    return json.dumps(users.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+
+def lifecycle_extra_files(config: EnvironmentConfig, project_root: Path) -> dict[str, str]:
+    """Files uploaded beside the lifecycle scripts: ``users.json`` when a users file is set.
+
+    Call after validation (the file exists and is valid then).
+    """
+    setup = config.cluster.node_setup
+    if not config.is_slurm or setup.users_file is None:
+        return {}
+    return {USERS_FILE_ON_NODE: users_json(read_users_file(project_root / setup.users_file))}
+
+
+# -- cross-key rules --------------------------------------------------------------------------
+
+
+class IssueSink(Protocol):
+    """Where the rules put what they find (rules.py's collector has this shape)."""
+
+    def error(self, path: str, message: str) -> None: ...
+
+    def warn(self, path: str, message: str) -> None: ...
+
+
+_PATH = "cluster.node_setup"
+_EKS_ONLY = ("eks_containerd_on_ebs",)
+_SLURM_ONLY = (
+    "users_file",
+    "home_on_shared_storage",
+    "ssh_keys_between_nodes",
+    "container_runtime_on_nvme",
+    "nvidia_container_toolkit",
+    "enroot_pyxis",
+    "fsx_mount_timeout_seconds",
+    "fsx_efa_check",
+    "exporters",
+)
+# Instance families with NVIDIA GPUs (ml.p*, ml.g*); Trainium/Inferentia have none.
+_GPU_FAMILY_PREFIXES = ("p", "g")
+
+
+def _family(instance_type: str) -> str:
+    """``ml.p5.48xlarge`` -> ``p5``."""
+    parts = instance_type.split(".")
+    return parts[1] if len(parts) > 2 else ""
+
+
+def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: IssueSink) -> None:
+    """Cross-key problems of ``cluster.node_setup`` (errors and warnings) into ``out``."""
+    setup = cfg.cluster.node_setup
+    orchestrator = cfg.orchestrator
+    wrong = _EKS_ONLY if cfg.is_slurm else _SLURM_ONLY
+    for key in wrong:
+        if setup.is_set(key):
+            other = "eks" if cfg.is_slurm else "slurm"
+            out.error(f"{_PATH}.{key}", f"applies only with orchestrator: {other}")
+    if not cfg.is_slurm:
+        _check_eks_volumes(cfg, out)
+        return
+
+    if setup.users_file is not None and project_root is not None:
+        path = project_root / setup.users_file
+        if not path.is_file():
+            out.error(
+                f"{_PATH}.users_file",
+                f"{setup.users_file!r} is not a file under {project_root}; give a path relative "
+                "to the project root, or null",
+            )
+        else:
+            try:
+                read_users_file(path)
+            except ValueError as exc:
+                out.error(f"{_PATH}.users_file", f"{setup.users_file}: {exc}")
+
+    fsx_on = cfg.storage.fsx.enabled
+    if setup.is_set("home_on_shared_storage") and setup.home_on_shared_storage and not fsx_on:
+        out.warn(
+            f"{_PATH}.home_on_shared_storage",
+            "storage.fsx is disabled: home directories stay on each node's local /home",
+        )
+    shared_homes = fsx_on and setup.home_on_shared_storage
+    if setup.users_file is not None and setup.ssh_keys_between_nodes and not shared_homes:
+        out.warn(
+            f"{_PATH}.ssh_keys_between_nodes",
+            "keys between nodes need home directories on shared storage (storage.fsx enabled and "
+            "home_on_shared_storage: true); no keys are generated",
+        )
+
+    exporters = setup.exporters
+    types = [t for g in cfg.cluster.instance_groups for t in g.all_instance_types]
+    if exporters.dcgm and not any(_family(t).startswith(_GPU_FAMILY_PREFIXES) for t in types):
+        out.warn(
+            f"{_PATH}.exporters.dcgm",
+            "no instance group has NVIDIA GPUs (ml.p*, ml.g*): the DCGM exporter runs nowhere",
+        )
+    accelerated = facts.ACCELERATED_FAMILY_PREFIXES
+    if exporters.efa and not any(_family(t).startswith(accelerated) for t in types):
+        out.warn(
+            f"{_PATH}.exporters.efa",
+            "no instance group is an accelerated type with EFA (ml.p*, ml.g*, ml.trn*): the EFA "
+            "exporter runs nowhere",
+        )
+    if (
+        setup.is_set("fsx_efa_check")
+        and setup.fsx_efa_check != "off"
+        and not cfg.storage.fsx.efa_enabled
+    ):
+        out.warn(
+            f"{_PATH}.fsx_efa_check",
+            f"storage.fsx.efa_enabled is false ({orchestrator}): there is no EFA transport to check",
+        )
+
+
+def _check_eks_volumes(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    setup = cfg.cluster.node_setup
+    # only when asked for explicitly: a group without a volume is common and the node just skips
+    if not (setup.is_set("eks_containerd_on_ebs") and setup.eks_containerd_on_ebs):
+        return
+    for i, group in enumerate(cfg.cluster.instance_groups):
+        if group.ebs_volume_gb is None:
+            out.warn(
+                f"cluster.instance_groups[{i}].ebs_volume_gb",
+                "not set: this group has no EBS volume at /opt/sagemaker, so containerd data stays "
+                "on the root volume (cluster.node_setup.eks_containerd_on_ebs)",
+            )

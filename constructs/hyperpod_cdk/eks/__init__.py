@@ -1,0 +1,1 @@
+"""Amazon EKS orchestration for HyperPod: the cluster, its dependencies and add-ons."""

@@ -1,0 +1,479 @@
+"""Optional HyperPod add-ons on the EKS cluster, installed once the HyperPod cluster has nodes."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import aws_cdk as cdk
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_eks_v2 as eks_v2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from constructs import Construct, IDependable
+
+from hyperpod_cdk.config.models import EksAddons
+from hyperpod_cdk.eks.versions import addon_version
+from hyperpod_cdk.nag import acknowledge, nag_account
+from hyperpod_cdk.storage.file_system import FileSystemHandle
+
+CERT_MANAGER = "cert-manager"
+TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
+OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
+FSX_CSI_DRIVER = "aws-fsx-csi-driver"
+
+# The training operator's controller reads its AWS credentials through this service
+# account (SageMaker developer guide, "Installing the training operator").
+TRAINING_OPERATOR_NAMESPACE = "aws-hyperpod"
+TRAINING_OPERATOR_SERVICE_ACCOUNT = "hp-training-operator-controller-manager"
+
+# The observability add-on's OpenTelemetry collector (SageMaker developer guide,
+# "Troubleshooting the Amazon SageMaker HyperPod observability add-on", Verify Pod Identity
+# association).
+OBSERVABILITY_NAMESPACE = "hyperpod-observability"
+OBSERVABILITY_SERVICE_ACCOUNT = "hyperpod-observability-operator-otel-collector"
+
+# Where HyperPod writes the cluster's logs; the collector's role reaches only these groups
+# (same troubleshooting page).
+HYPERPOD_LOG_GROUPS = "/aws/sagemaker/Clusters/*"
+
+FSX_CSI_PROVISIONER = "fsx.csi.aws.com"
+FSX_PERSISTENT_VOLUME = "hyperpod-fsx"
+FSX_CLAIM = "fsx-claim"
+
+# The EKS cluster has no nodes but HyperPod's, and instance groups may carry NoSchedule
+# taints (instance_groups[].taints, HyperPod's node-health taint). Without a toleration
+# cert-manager stays Pending, the add-on never becomes ACTIVE and the stack times out. The
+# keys are those AWS's HyperPod setup passes to this add-on
+# (aws/sagemaker-hyperpod-cluster-setup, cert-manager-addon-template.yaml).
+_TOLERATE_NO_SCHEDULE = [{"operator": "Exists", "effect": "NoSchedule"}]
+CERT_MANAGER_VALUES: dict[str, Any] = {
+    "tolerations": _TOLERATE_NO_SCHEDULE,
+    "webhook": {"tolerations": _TOLERATE_NO_SCHEDULE},
+    "cainjector": {"tolerations": _TOLERATE_NO_SCHEDULE},
+}
+
+
+def _nag_arn(scope: Construct, service: str, resource: str) -> str:
+    """An ARN of this stack's account and region as cdk-nag writes it in a finding id.
+
+    Partition and region are literals only when the stack resolved them (the partition needs
+    ``@aws-cdk/core:enablePartitionLiterals`` and a known region); otherwise cdk-nag prints
+    the pseudo parameter reference.
+    """
+    stack = cdk.Stack.of(scope)
+
+    def shown(value: str, pseudo: str) -> str:
+        return f"<AWS::{pseudo}>" if cdk.Token.is_unresolved(value) else value
+
+    partition = shown(stack.partition, "Partition")
+    region = shown(stack.region, "Region")
+    return f"arn:{partition}:{service}:{region}:{nag_account(scope)}:{resource}"
+
+
+def _metric(level: str) -> dict[str, Any]:
+    return {"level": level, "scrapeInterval": 30}
+
+
+class HyperPodEksAddons(Construct):
+    """The optional HyperPod add-ons of ``eks.addons``, each an EKS add-on pinned in versions.py.
+
+    - ``training_operator``: ``cert-manager``, then the HyperPod training operator, with a
+      pod identity role limited to ``sagemaker:DescribeClusterNode``.
+    - ``task_governance``: the HyperPod task governance add-on (Kueue).
+    - ``observability``: an Amazon Managed Prometheus workspace (logging to CloudWatch), the
+      collector's pod identity role (``aps:RemoteWrite`` on that workspace, the HyperPod
+      cluster log groups) and the observability add-on pointed at the workspace.
+    - ``fsx_csi_driver``: the FSx for Lustre CSI driver plus a static PersistentVolume of the
+      file system and a claim bound to it. Static provisioning makes no FSx API call, so the
+      driver gets no AWS permissions.
+
+    Everything here must be created after the HyperPod cluster has nodes (the add-ons'
+    pods have nowhere else to run, and an add-on that cannot start fails its stack): make
+    the add-ons wait with :meth:`wait_for`. The pod identity associations need the
+    ``eks-pod-identity-agent`` core add-on on the cluster.
+
+    Pod identity associations are standalone resources created before their add-on, not
+    the add-on's ``PodIdentityAssociations``: training operator v1.2.1 no longer declares
+    IAM permissions and rejects the inline form (awslabs/awsome-distributed-ai #1075).
+
+    :param cluster_name: name of the EKS cluster (created or adopted; a token is fine).
+    :param kubernetes_version: its Kubernetes minor, ``"1.30"`` .. ``"1.35"``; picks the
+        pinned add-on builds.
+    :param options: the ``eks.addons`` section.
+    :param cluster: the cluster as an ``eks_v2.ICluster`` with a kubectl provider; needed
+        only for the FSx PersistentVolume and claim.
+    :param file_system: the Lustre file system the PersistentVolume points at.
+        ``options.fsx_csi_driver`` left out (None) means: on when this is given.
+    :param fsx_storage_capacity_gib: capacity written on the PersistentVolume.
+    :param fsx_namespace: namespace of the claim; it must exist unless
+        ``create_fsx_namespace``.
+    :param create_fsx_namespace: create ``fsx_namespace`` with the claim (it is then deleted
+        with the claim).
+    :param hyperpod_cluster_arn: the HyperPod cluster the training operator describes nodes
+        of; default: any HyperPod cluster of this account and region.
+    :param role_path: IAM path of the roles.
+    :param permissions_boundary: a managed policy set as permissions boundary of the roles.
+    :param encryption_key: customer managed key for the Prometheus workspace and its log
+        group (its key policy must let CloudWatch Logs and Amazon Managed Service for
+        Prometheus use it); default: AWS owned keys.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        kubernetes_version: str,
+        options: EksAddons,
+        # eks_v2.Cluster is listed too: its jsii class lacks ICluster's kubectl_provider_options
+        # member, so type checkers do not accept it as an ICluster
+        cluster: eks_v2.ICluster | eks_v2.Cluster | None = None,
+        file_system: FileSystemHandle | None = None,
+        fsx_storage_capacity_gib: int = 1200,
+        fsx_namespace: str = "default",
+        create_fsx_namespace: bool = False,
+        hyperpod_cluster_arn: str | None = None,
+        role_path: str = "/",
+        permissions_boundary: iam.IManagedPolicy | None = None,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        fsx_on = (
+            options.fsx_csi_driver
+            if options.fsx_csi_driver is not None
+            else file_system is not None
+        )
+        if fsx_on and file_system is None:
+            raise ValueError(
+                "eks.addons.fsx_csi_driver: true needs a file system for its PersistentVolume; "
+                "enable storage.fsx (or adopt one) or set eks.addons.fsx_csi_driver: false"
+            )
+        if fsx_on and cluster is None:
+            raise ValueError(
+                "eks.addons.fsx_csi_driver: the FSx PersistentVolume and claim are Kubernetes "
+                "manifests and need the EKS cluster (an eks_v2.ICluster with a kubectl provider); "
+                "pass cluster= or set eks.addons.fsx_csi_driver: false"
+            )
+        if fsx_storage_capacity_gib <= 0:
+            raise ValueError(
+                f"fsx_storage_capacity_gib: {fsx_storage_capacity_gib} must be positive"
+            )
+        self.cluster_name = cluster_name
+        self.kubernetes_version = kubernetes_version
+        self._role_path = role_path
+        self._permissions_boundary = permissions_boundary
+        self.fsx_csi_driver_enabled = fsx_on
+
+        self.addons: dict[str, eks.CfnAddon] = {}
+        """Every EKS add-on created, by add-on name."""
+        self.pod_identity_associations: dict[str, eks.CfnPodIdentityAssociation] = {}
+        """Pod identity associations, by the add-on name they serve."""
+        self.roles: dict[str, iam.Role] = {}
+        """Pod identity roles, by the add-on name they serve."""
+        self.prometheus_workspace: aps.CfnWorkspace | None = None
+        self.prometheus_log_group: logs.LogGroup | None = None
+        self.training_operator_policy: iam.Policy | None = None
+        self.observability_policy: iam.Policy | None = None
+        self.fsx_volume: eks_v2.KubernetesManifest | None = None
+
+        if options.training_operator:
+            self._training_operator(hyperpod_cluster_arn)
+        if options.task_governance:
+            self._addon("TaskGovernance", TASK_GOVERNANCE)
+        if options.observability:
+            self._observability(encryption_key, task_governance=options.task_governance)
+        if fsx_on:
+            assert file_system is not None and cluster is not None  # checked above
+            self._fsx(
+                cast(eks_v2.ICluster, cluster),
+                file_system,
+                capacity_gib=fsx_storage_capacity_gib,
+                namespace=fsx_namespace,
+                create_namespace=create_fsx_namespace,
+            )
+
+    # -- public ---------------------------------------------------------------------------
+
+    def wait_for(self, *dependencies: IDependable) -> None:
+        """Make every add-on and Kubernetes manifest wait for ``dependencies`` (the HyperPod cluster).
+
+        Roles, pod identity associations and the Prometheus workspace do not wait, so they
+        are created while the cluster's nodes come up.
+        """
+        waiting: list[Construct] = [*self.addons.values()]
+        if self.fsx_volume is not None:
+            waiting.append(self.fsx_volume)
+        for construct in waiting:
+            for dependency in dependencies:
+                construct.node.add_dependency(dependency)
+
+    # -- building blocks ------------------------------------------------------------------
+
+    def _addon(
+        self, construct_id: str, name: str, *, configuration: dict[str, Any] | None = None
+    ) -> eks.CfnAddon:
+        addon = eks.CfnAddon(
+            self,
+            construct_id,
+            addon_name=name,
+            cluster_name=self.cluster_name,
+            addon_version=addon_version(name, self.kubernetes_version),
+            # the add-on owns its Kubernetes objects: a conflicting field is reset to the
+            # add-on's value instead of failing the create or update
+            resolve_conflicts="OVERWRITE",
+            preserve_on_delete=False,
+            configuration_values=(
+                cdk.Stack.of(self).to_json_string(configuration) if configuration else None
+            ),
+        )
+        self.addons[name] = addon
+        return addon
+
+    def _pod_role(self, construct_id: str, description: str) -> iam.Role:
+        """A role only EKS Pod Identity can assume, and only for pods of this cluster."""
+        stack = cdk.Stack.of(self)
+        cluster_arn = stack.format_arn(
+            service="eks", resource="cluster", resource_name=self.cluster_name
+        )
+        # Pod Identity assumes the role with session tags; the source conditions keep other
+        # clusters (and accounts) from using it (HyperPod observability troubleshooting guide,
+        # trust policy of the collector role).
+        principal = iam.ServicePrincipal(
+            "pods.eks.amazonaws.com",
+            conditions={
+                "StringEquals": {"aws:SourceAccount": stack.account, "aws:SourceArn": cluster_arn}
+            },
+        ).with_session_tags()
+        return iam.Role(
+            self,
+            construct_id,
+            assumed_by=principal,
+            description=description,
+            path=self._role_path,
+            permissions_boundary=self._permissions_boundary,
+        )
+
+    def _associate(
+        self, construct_id: str, addon: str, namespace: str, service_account: str, role: iam.Role
+    ) -> eks.CfnPodIdentityAssociation:
+        association = eks.CfnPodIdentityAssociation(
+            self,
+            construct_id,
+            cluster_name=self.cluster_name,
+            namespace=namespace,
+            service_account=service_account,
+            role_arn=role.role_arn,
+        )
+        self.pod_identity_associations[addon] = association
+        self.roles[addon] = role
+        return association
+
+    # -- the add-ons ----------------------------------------------------------------------
+
+    def _training_operator(self, hyperpod_cluster_arn: str | None) -> None:
+        stack = cdk.Stack.of(self)
+        cert_manager = self._addon("CertManager", CERT_MANAGER, configuration=CERT_MANAGER_VALUES)
+        role = self._pod_role("TrainingOperatorRole", "HyperPod training operator (pod identity)")
+        clusters = hyperpod_cluster_arn or stack.format_arn(
+            service="sagemaker", resource="cluster", resource_name="*"
+        )
+        # The AWS managed policy AmazonSageMakerHyperPodTrainingOperatorAccess grants only
+        # sagemaker:DescribeClusterNode (SageMaker developer guide, "AWS managed policies for
+        # Amazon SageMaker HyperPod"); this is the same permission, scoped to the cluster.
+        policy = iam.Policy(
+            self,
+            "TrainingOperatorPolicy",
+            statements=[
+                iam.PolicyStatement(
+                    sid="DescribeHyperPodNodes",
+                    actions=["sagemaker:DescribeClusterNode"],
+                    resources=[clusters],
+                )
+            ],
+        )
+        policy.attach_to_role(role)
+        if hyperpod_cluster_arn is None:
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::{_nag_arn(self, 'sagemaker', 'cluster/*')}]",
+                "No HyperPod cluster ARN was given to scope sagemaker:DescribeClusterNode to; it is "
+                "read-only and limited to HyperPod clusters of this account and region.",
+            )
+        association = self._associate(
+            "TrainingOperatorPodIdentity",
+            TRAINING_OPERATOR,
+            TRAINING_OPERATOR_NAMESPACE,
+            TRAINING_OPERATOR_SERVICE_ACCOUNT,
+            role,
+        )
+        operator = self._addon("TrainingOperator", TRAINING_OPERATOR)
+        # the operator's webhooks need cert-manager's CRDs and issuer (training operator
+        # prerequisites); its controller needs its credentials from the first start
+        operator.add_resource_dependency(cert_manager)
+        operator.add_resource_dependency(association)
+        operator.node.add_dependency(policy)
+        self.training_operator_policy = policy
+
+    def _observability(self, encryption_key: kms.IKey | None, *, task_governance: bool) -> None:
+        stack = cdk.Stack.of(self)
+        log_group = logs.LogGroup(
+            self,
+            "PrometheusLogs",
+            retention=logs.RetentionDays.ONE_YEAR,
+            encryption_key=encryption_key,
+        )
+        workspace = aps.CfnWorkspace(
+            self,
+            "PrometheusWorkspace",
+            alias=f"{self.cluster_name}-hyperpod",
+            kms_key_arn=encryption_key.key_arn if encryption_key else None,
+            # AMP writes rule and alert manager errors there (LoggingConfiguration needs
+            # the log group ARN with its ":*" suffix, which LogGroup.log_group_arn has)
+            logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
+                log_group_arn=log_group.log_group_arn
+            ),
+        )
+        self.prometheus_log_group = log_group
+        self.prometheus_workspace = workspace
+
+        role = self._pod_role(
+            "ObservabilityRole", "HyperPod observability collector (pod identity)"
+        )
+        cluster_logs = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=HYPERPOD_LOG_GROUPS,
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
+        # exactly the permissions the observability troubleshooting guide lists for the
+        # collector role: remote write to its workspace, read/write of the cluster log groups
+        policy = iam.Policy(
+            self,
+            "ObservabilityPolicy",
+            statements=[
+                iam.PolicyStatement(
+                    sid="PrometheusRemoteWrite",
+                    actions=["aps:RemoteWrite"],
+                    resources=[workspace.attr_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="HyperPodClusterLogs",
+                    actions=[
+                        "logs:CreateLogGroup",
+                        "logs:CreateLogStream",
+                        "logs:DescribeLogGroups",
+                        "logs:DescribeLogStreams",
+                        "logs:PutLogEvents",
+                        "logs:GetLogEvents",
+                        "logs:FilterLogEvents",
+                        "logs:GetLogRecord",
+                        "logs:StartQuery",
+                        "logs:StopQuery",
+                        "logs:GetQueryResults",
+                    ],
+                    resources=[cluster_logs, f"{cluster_logs}:log-stream:*"],
+                ),
+            ],
+        )
+        policy.attach_to_role(role)
+        nag_logs = _nag_arn(self, "logs", f"log-group:{HYPERPOD_LOG_GROUPS}")
+        reason = (
+            "HyperPod names the cluster log groups /aws/sagemaker/Clusters/<name>/<id> at creation; "
+            "the collector reaches only those groups and their streams (observability add-on guide)."
+        )
+        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{nag_logs}]", reason)
+        acknowledge(policy, f"AwsSolutions-IAM5[Resource::{nag_logs}:log-stream:*]", reason)
+        association = self._associate(
+            "ObservabilityPodIdentity",
+            OBSERVABILITY,
+            OBSERVABILITY_NAMESPACE,
+            OBSERVABILITY_SERVICE_ACCOUNT,
+            role,
+        )
+        # Schema as AWS's HyperPod setup writes it (aws/sagemaker-hyperpod-cluster-setup,
+        # observability-template.yaml): the remote-write endpoint without a trailing slash
+        # and the workspace ARN; metric levels at that template's defaults.
+        configuration = {
+            "ampWorkspace": {
+                "prometheusEndpoint": (
+                    f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
+                    f"{workspace.attr_workspace_id}"
+                ),
+                "arn": workspace.attr_arn,
+            },
+            "metricsProvider": {
+                "trainingMetrics": _metric("BASIC"),
+                "inferenceMetrics": _metric("BASIC"),
+                "taskGovernanceMetrics": _metric("ADVANCED" if task_governance else "DISABLED"),
+                "scalingMetrics": _metric("DISABLED"),
+                "clusterMetrics": _metric("BASIC"),
+                "nodeMetrics": _metric("BASIC"),
+                "acceleratedComputeMetrics": _metric("BASIC"),
+                "networkMetrics": _metric("DISABLED"),
+            },
+        }
+        addon = self._addon("Observability", OBSERVABILITY, configuration=configuration)
+        addon.add_resource_dependency(association)
+        addon.node.add_dependency(policy)
+        self.observability_policy = policy
+
+    def _fsx(
+        self,
+        cluster: eks_v2.ICluster,
+        file_system: FileSystemHandle,
+        *,
+        capacity_gib: int,
+        namespace: str,
+        create_namespace: bool,
+    ) -> None:
+        driver = self._addon("FsxCsiDriver", FSX_CSI_DRIVER)
+        # static provisioning (aws-fsx-csi-driver, examples/kubernetes/static_provisioning):
+        # the volume handle is the file system id, the attributes its DNS and mount names; the
+        # empty storage class keeps a default StorageClass from provisioning a new file system
+        persistent_volume = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": FSX_PERSISTENT_VOLUME},
+            "spec": {
+                "capacity": {"storage": f"{capacity_gib}Gi"},
+                "volumeMode": "Filesystem",
+                "accessModes": ["ReadWriteMany"],
+                "mountOptions": ["flock"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "csi": {
+                    "driver": FSX_CSI_PROVISIONER,
+                    "volumeHandle": file_system.file_system_id,
+                    "volumeAttributes": {
+                        "dnsname": file_system.dns_name,
+                        "mountname": file_system.mount_name,
+                    },
+                },
+            },
+        }
+        claim = {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": FSX_CLAIM, "namespace": namespace},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": FSX_PERSISTENT_VOLUME,
+                "resources": {"requests": {"storage": f"{capacity_gib}Gi"}},
+            },
+        }
+        manifest: list[dict[str, Any]] = [persistent_volume, claim]
+        if create_namespace:
+            manifest.insert(
+                0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+            )
+        volume = eks_v2.KubernetesManifest(
+            self, "FsxVolume", cluster=cluster, manifest=manifest, overwrite=True
+        )
+        # pods that use the claim need the driver's node plugin to mount it
+        volume.node.add_dependency(driver)
+        self.fsx_volume = volume

@@ -1,0 +1,376 @@
+"""The Amazon EKS cluster that orchestrates a HyperPod cluster: created, or adopted."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from typing import Any, cast
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks_l1
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
+
+from hyperpod_cdk.eks.versions import addon_version
+from hyperpod_cdk.nag import acknowledge
+
+# Every control-plane log type (EKS user guide "Control plane logs").
+ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+_LOG_TYPES = {
+    "api": eks.ClusterLoggingTypes.API,
+    "audit": eks.ClusterLoggingTypes.AUDIT,
+    "authenticator": eks.ClusterLoggingTypes.AUTHENTICATOR,
+    "controllerManager": eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+    "scheduler": eks.ClusterLoggingTypes.SCHEDULER,
+}
+
+# The managed add-ons installed with the cluster, before HyperPod has nodes. They
+# are DaemonSets, healthy with no node. CoreDNS is a Deployment: as a managed add-on
+# it stays DEGRADED (and its create fails) until nodes exist, so it is installed
+# after the HyperPod cluster (see :func:`core_dns_addon`); until then the CoreDNS
+# EKS bootstraps serves the cluster.
+EARLY_CORE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+
+# Access policy of cluster administrators (EKS user guide "Access policy permissions").
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+
+
+def kubectl_layer(
+    scope: Construct, construct_id: str, kubernetes_version: str
+) -> lambda_.ILayerVersion:
+    """The kubectl/helm Lambda layer matching ``kubernetes_version`` (1.30 .. 1.35).
+
+    kubectl supports one minor version of skew against the API server, so the
+    layer follows the cluster version (one PyPI package per version).
+    """
+    minor = kubernetes_version.split(".")[1]
+    try:
+        module = importlib.import_module(f"aws_cdk.lambda_layer_kubectl_v{minor}")
+    except ModuleNotFoundError:
+        raise ValueError(
+            f"no kubectl layer for Kubernetes {kubernetes_version}; "
+            f"install aws-cdk.lambda-layer-kubectl-v{minor}"
+        ) from None
+    layer_class = getattr(module, f"KubectlV{minor}Layer")
+    layer: lambda_.ILayerVersion = layer_class(scope, construct_id)
+    return layer
+
+
+def core_addon(
+    scope: Construct, construct_id: str, *, cluster_name: str, name: str, kubernetes_version: str
+) -> eks_l1.CfnAddon:
+    """One EKS managed add-on, pinned for ``kubernetes_version``.
+
+    ``OVERWRITE`` takes over the self-managed copy EKS bootstraps.
+    """
+    return eks_l1.CfnAddon(
+        scope,
+        construct_id,
+        cluster_name=cluster_name,
+        addon_name=name,
+        addon_version=addon_version(name, kubernetes_version),
+        resolve_conflicts="OVERWRITE",
+        preserve_on_delete=False,
+    )
+
+
+def core_dns_addon(
+    scope: Construct, construct_id: str, *, cluster_name: str, kubernetes_version: str
+) -> eks_l1.CfnAddon:
+    """The CoreDNS managed add-on: create it once the cluster has nodes."""
+    return core_addon(
+        scope,
+        construct_id,
+        cluster_name=cluster_name,
+        name="coredns",
+        kubernetes_version=kubernetes_version,
+    )
+
+
+class HyperPodEksCluster(Construct):
+    """An EKS cluster ready to orchestrate HyperPod, or an adopted one.
+
+    A created cluster (:meth:`__init__`):
+
+    - authentication mode ``API`` (``aws_eks_v2`` always sets it); HyperPod
+      creates the access entries of its nodes itself;
+    - no compute of its own: the HyperPod instance groups are its nodes;
+    - the control plane in ``subnets`` (at least two AZs), with
+      ``security_groups`` on its network interfaces: put the HyperPod node
+      group there, so nodes and control plane reach each other;
+    - endpoint access as asked (``private`` by default), control-plane logs,
+      secrets encrypted with ``secrets_key`` (a new rotating key by default);
+    - the managed add-ons of :data:`EARLY_CORE_ADDONS`, pinned;
+    - cluster-admin access entries for ``admin_principal_arns``;
+    - the kubectl handler (which applies manifests) in ``subnets``, so it
+      reaches a private endpoint.
+
+    Use :class:`AdoptedEksCluster` for a cluster that already exists.
+
+    :param kubernetes_version: ``1.30`` .. ``1.35``.
+    :param endpoint_access: ``private``, ``public_and_private`` or ``public``.
+    :param public_access_cidrs: networks allowed to reach a public endpoint;
+        empty means everywhere (EKS's default).
+    :param logging: control-plane log types (all five by default).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        subnets: Sequence[ec2.ISubnet],
+        security_groups: Sequence[ec2.ISecurityGroup] = (),
+        kubernetes_version: str = "1.35",
+        cluster_name: str | None = None,
+        endpoint_access: str = "private",
+        public_access_cidrs: Sequence[str] = (),
+        logging: Sequence[str] = ALL_LOG_TYPES,
+        admin_principal_arns: Sequence[str] = (),
+        secrets_key: kms.IKey | None = None,
+        removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if len(subnets) < 2:
+            raise ValueError("the EKS control plane needs subnets in at least two AZs")
+        unknown = sorted(set(logging) - set(_LOG_TYPES))
+        if unknown:
+            raise ValueError(f"unknown control-plane log types {unknown}; use {list(_LOG_TYPES)}")
+        self.kubernetes_version = kubernetes_version
+        self.secrets_key: kms.IKey = secrets_key or kms.Key(
+            self,
+            "SecretsKey",
+            description="Envelope encryption of the EKS cluster's Kubernetes secrets",
+            enable_key_rotation=True,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        control_plane_sg = security_groups[0] if security_groups else None
+        selection = [ec2.SubnetSelection(subnets=list(subnets))]
+        created = eks.Cluster(
+            self,
+            "Cluster",
+            version=eks.KubernetesVersion.of(kubernetes_version),
+            cluster_name=cluster_name,
+            vpc=vpc,
+            vpc_subnets=selection,
+            security_group=control_plane_sg,
+            endpoint_access=_endpoint_access(endpoint_access, public_access_cidrs),
+            cluster_logging=[_LOG_TYPES[t] for t in logging],
+            secrets_encryption_key=self.secrets_key,
+            # HyperPod instance groups are the nodes: no node group, no Auto Mode
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version),
+                private_subnets=list(subnets),
+            ),
+            removal_policy=removal_policy,
+        )
+        # jsii's Cluster class does implement ICluster; mypy cannot see it
+        self.cluster: eks.ICluster = cast(eks.ICluster, created)
+        if endpoint_access == "public" and public_access_cidrs:
+            cfn_cluster = self.cluster.node.default_child
+            assert isinstance(cfn_cluster, cdk.CfnResource)
+            cfn_cluster.add_property_override("ResourcesVpcConfig.EndpointPrivateAccess", False)
+        for extra in security_groups[1:]:
+            # the control plane takes one extra group; the rest still let it in
+            extra.add_ingress_rule(
+                self.cluster.connections.security_groups[0],
+                ec2.Port.all_traffic(),
+                "EKS control plane to the HyperPod nodes",
+            )
+        self.cluster_name = self.cluster.cluster_name
+        self.cluster_arn = self.cluster.cluster_arn
+        self.core_addons = {
+            name: core_addon(
+                self,
+                "".join(p.capitalize() for p in name.split("-")) + "Addon",
+                cluster_name=self.cluster_name,
+                name=name,
+                kubernetes_version=kubernetes_version,
+            )
+            for name in EARLY_CORE_ADDONS
+        }
+        for index, principal in enumerate(admin_principal_arns):
+            eks.AccessEntry(
+                self,
+                f"Admin{index}",
+                cluster=self.cluster,
+                principal=principal,
+                access_policies=[_cluster_admin_policy()],
+            )
+        self._acknowledge_cluster_findings()
+        acknowledge_kubectl_provider(self.cluster)
+
+    def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
+        """Apply Kubernetes ``objects`` (in order) with the cluster's kubectl handler."""
+        return eks.KubernetesManifest(
+            self, construct_id, cluster=self.cluster, manifest=list(objects), overwrite=True
+        )
+
+    def _acknowledge_cluster_findings(self) -> None:
+        """cdk-nag findings on the CDK-made parts of the cluster, each with its reason."""
+        cluster = self.cluster
+        acknowledge(
+            cluster,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEKSClusterPolicy]",
+            "The EKS service role must carry AmazonEKSClusterPolicy (EKS user guide "
+            "'Amazon EKS cluster IAM role'); AWS maintains it for the control plane.",
+        )
+
+
+def _endpoint_access(kind: str, cidrs: Sequence[str]) -> eks.EndpointAccess:
+    if kind == "private":
+        return eks.EndpointAccess.PRIVATE
+    if not cidrs:
+        return (
+            eks.EndpointAccess.PUBLIC if kind == "public" else eks.EndpointAccess.PUBLIC_AND_PRIVATE
+        )
+    # aws_eks_v2 restricts only a public-and-private endpoint to CIDRs; a public-only
+    # endpoint gets the same restriction and its private access switched off afterwards
+    return eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*cidrs)
+
+
+class AdoptedEksCluster(Construct):
+    """An existing EKS cluster (authentication mode ``API`` or ``API_AND_CONFIG_MAP``).
+
+    Manifests reach it through a kubectl handler in ``kubectl_subnets`` with
+    ``kubectl_security_groups``: give it the HyperPod subnet and node groups,
+    which must reach the cluster's endpoint anyway.
+
+    :param cluster_arn: the cluster's ARN.
+    :param kubectl_role_arn: the handler's execution role, trusted by
+        ``lambda.amazonaws.com``, that already has a cluster-admin access
+        entry. When ``None`` the handler gets a new role and this construct
+        gives it a cluster-admin access entry (no manual step).
+    :param kubernetes_version: the cluster's version (picks the kubectl layer).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_arn: str,
+        vpc: ec2.IVpc,
+        kubectl_subnets: Sequence[ec2.ISubnet],
+        kubectl_security_groups: Sequence[ec2.ISecurityGroup],
+        kubectl_role_arn: str | None = None,
+        kubernetes_version: str = "1.35",
+    ) -> None:
+        super().__init__(scope, construct_id)
+        name = cdk.Arn.split(cluster_arn, cdk.ArnFormat.SLASH_RESOURCE_NAME).resource_name
+        if not name:
+            raise ValueError(f"{cluster_arn!r} is not an EKS cluster ARN")
+        self.cluster_name: str = name
+        self.cluster_arn = cluster_arn
+        role = (
+            iam.Role.from_role_arn(self, "KubectlRole", kubectl_role_arn, mutable=False)
+            if kubectl_role_arn
+            else None
+        )
+        # An imported cluster ignores kubectl_provider_options: build the provider
+        # for a first handle, then import the cluster again with it.
+        plain = eks.Cluster.from_cluster_attributes(self, "ClusterRef", cluster_name=name, vpc=vpc)
+        provider = eks.KubectlProvider(
+            self,
+            "KubectlProvider",
+            cluster=plain,
+            kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version),
+            private_subnets=list(kubectl_subnets),
+            security_groups=list(kubectl_security_groups),
+            role=role,
+        )
+        self.cluster: eks.ICluster = eks.Cluster.from_cluster_attributes(
+            self, "Cluster", cluster_name=name, vpc=vpc, kubectl_provider=provider
+        )
+        acknowledge_kubectl_provider(self.cluster)
+        self.kubectl_access: eks.AccessEntry | None = None
+        if role is None and provider.role is not None:
+            self.kubectl_access = eks.AccessEntry(
+                self,
+                "KubectlAccess",
+                cluster=self.cluster,
+                principal=provider.role.role_arn,
+                access_policies=[_cluster_admin_policy()],
+            )
+
+    def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
+        """Apply Kubernetes ``objects`` (in order) with the kubectl handler."""
+        manifest = eks.KubernetesManifest(
+            self, construct_id, cluster=self.cluster, manifest=list(objects), overwrite=True
+        )
+        if self.kubectl_access is not None:
+            manifest.node.add_dependency(self.kubectl_access)
+        return manifest
+
+
+def _cluster_admin_policy() -> eks.IAccessPolicy:
+    return eks.AccessPolicy.from_access_policy_name(
+        CLUSTER_ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+    )
+
+
+def acknowledge_kubectl_provider(cluster: eks.ICluster) -> None:
+    """cdk-nag findings on the kubectl handler CDK builds for ``cluster``, each with its reason.
+
+    The handler and its custom-resource framework are CDK code: their runtime
+    and policies are not ours to change.
+    """
+    provider = cluster.kubectl_provider
+    if not isinstance(provider, Construct):
+        return
+    for policy in (
+        "service-role/AWSLambdaBasicExecutionRole",
+        "service-role/AWSLambdaVPCAccessExecutionRole",
+    ):
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
+            "The kubectl handler and its custom-resource framework are Lambda functions in the VPC; "
+            "the AWS managed Lambda execution policies grant only log writing and VPC interfaces.",
+        )
+    acknowledge(
+        provider,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly]",
+        "aws_eks_v2 gives the kubectl handler read-only ECR access so Helm can pull OCI charts; it "
+        "cannot change anything in ECR.",
+    )
+    acknowledge(
+        provider,
+        'AwsSolutions-IAM4[Policy::{"Fn::If":["'
+        + _ecr_public_condition_id(provider)
+        + '",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
+        '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]',
+        "aws_eks_v2 adds read-only ECR Public access to the kubectl handler in partitions that have "
+        "ECR Public (for OCI charts); it cannot change anything.",
+    )
+    acknowledge(
+        provider,
+        "AwsSolutions-L1",
+        "The kubectl handler's runtime is chosen by aws-cdk-lib (the latest Python it supports) and "
+        "moves with the pinned aws-cdk-lib version.",
+    )
+    handler = provider.node.try_find_child("Handler")
+    if isinstance(handler, Construct):
+        cfn = handler.node.default_child
+        if isinstance(cfn, cdk.CfnResource):
+            acknowledge(
+                provider,
+                f"AwsSolutions-IAM5[Resource::<{cdk.Stack.of(cfn).get_logical_id(cfn)}.Arn>:*]",
+                "The custom-resource framework invokes every version of the kubectl handler function "
+                "and nothing else (CDK custom-resource provider pattern).",
+            )
+
+
+def _ecr_public_condition_id(provider: Construct) -> str:
+    handler = provider.node.try_find_child("Handler")
+    condition = handler.node.try_find_child("HasEcrPublic") if handler is not None else None
+    if isinstance(condition, cdk.CfnCondition):
+        return cdk.Stack.of(condition).get_logical_id(condition)
+    return ""

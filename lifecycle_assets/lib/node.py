@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Helpers the lifecycle shell scripts call on the node (Python standard library only).
+
+    node.py settings SETTINGS_JSON
+        every scalar setting as a shell assignment, ``S_fsx_mount_path='/fsx'`` (dots become _)
+    node.py identify SETTINGS_JSON RESOURCE_CONFIG
+        which node this is: NODE_ROLE (controller|login|compute|eks), NODE_GROUP, NODE_NAME,
+        NODE_INSTANCE_TYPE, NODE_GPU, as shell assignments
+    node.py users USERS_JSON
+        one tab-separated line per user (``user NAME UID GROUPS``) and per public key
+        (``key NAME KEY``)
+    node.py json-set FILE KEY JSON_VALUE
+        set a top-level key of a JSON file (created when missing); prints changed/unchanged
+    node.py json-has FILE KEY [SUBKEY]
+        exit 0 when the key (and subkey) exists
+
+HyperPod writes the cluster's resource config to /opt/ml/config/resource_config.json
+(the path is also in SAGEMAKER_RESOURCE_CONFIG_PATH):
+``{"InstanceGroups": [{"Name", "InstanceType", "Instances": [{"InstanceName", "InstanceId",
+"CustomerIpAddress", ...}]}]}``. A node finds itself by its IP address in the customer VPC
+(``CustomerIpAddress``) or its instance id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+# Instance families with NVIDIA GPUs: ml.p*, ml.g* (Trainium/Inferentia have none).
+_GPU_FAMILY = re.compile(r"^(ml\.)?[pg][0-9]")
+# On Nitro instances the DMI board asset tag holds the EC2 instance id.
+_ASSET_TAG = "sys/devices/virtual/dmi/id/board_asset_tag"
+
+
+class NodeError(Exception):
+    """A problem the entry script reports as the failure of its step."""
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def flatten(settings: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    """``{"fsx": {"enabled": True}}`` -> ``("fsx_enabled", "true")``; None is left out.
+
+    ``instance_groups`` is keyed by group names (which may hold '-'), so it is not flattened.
+    """
+    for key, value in settings.items():
+        if value is None or not _NAME.match(key) or (not prefix and key == "instance_groups"):
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from flatten(value, f"{name}_")
+        else:
+            yield name, _scalar(value)
+
+
+def shell_assignments(
+    pairs: Iterator[tuple[str, str]] | list[tuple[str, str]], var_prefix: str
+) -> str:
+    """Lines ``PREFIX_name='value'`` safe to ``eval`` in bash."""
+    return "".join(f"{var_prefix}{name}={shlex.quote(value)}\n" for name, value in pairs)
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise NodeError(f"cannot read {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise NodeError(f"{path} is not valid JSON: {exc}") from None
+
+
+def local_addresses() -> set[str]:
+    """IPv4 addresses this node is known by (no packet is sent)."""
+    addresses: set[str] = set()
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        # connect() on UDP only picks the route's source address
+        probe.connect(("10.255.255.255", 1))
+        addresses.add(probe.getsockname()[0])
+    except OSError:
+        pass
+    finally:
+        probe.close()
+    with contextlib.suppress(OSError):
+        addresses.update(socket.gethostbyname_ex(socket.gethostname())[2])
+    return addresses - {"127.0.0.1"}
+
+
+def instance_id(root: Path) -> str | None:
+    try:
+        value = (root / _ASSET_TAG).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return value if value.startswith("i-") else None
+
+
+def find_instance(
+    resource_config: dict[str, Any], addresses: set[str], own_id: str | None
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The (group, instance) of this node in the resource config, or None."""
+    for group in resource_config.get("InstanceGroups") or []:
+        for instance in group.get("Instances") or []:
+            if instance.get("CustomerIpAddress") in addresses or (
+                own_id is not None and instance.get("InstanceId") == own_id
+            ):
+                return group, instance
+    return None
+
+
+def is_gpu(instance_type: str) -> bool:
+    return bool(_GPU_FAMILY.match(instance_type))
+
+
+def identify(
+    settings: dict[str, Any],
+    resource_config_path: Path,
+    addresses: set[str],
+    own_id: str | None,
+) -> dict[str, str]:
+    """NODE_* values of this node; NodeError when a Slurm node cannot be placed."""
+    orchestrator = settings.get("orchestrator")
+    groups = settings.get("instance_groups") or {}
+    found = None
+    if resource_config_path.is_file():
+        found = find_instance(read_json(resource_config_path), addresses, own_id)
+    elif orchestrator != "eks":
+        raise NodeError(f"the HyperPod resource config {resource_config_path} does not exist")
+    if found is None:
+        if orchestrator != "eks":
+            shown = ", ".join(sorted(addresses)) or "none"
+            raise NodeError(
+                f"this node (addresses {shown}, instance id {own_id or 'unknown'}) is not in "
+                f"{resource_config_path}"
+            )
+        # EKS nodes need no role from the resource config; the group only names the node
+        group_name, instance, group = "unknown", {}, {}
+    else:
+        group, instance = found
+        group_name = str(group.get("Name", ""))
+    if orchestrator == "eks":
+        role = "eks"
+    else:
+        node_type = (groups.get(group_name) or {}).get("node_type")
+        if node_type is None:
+            raise NodeError(
+                f"instance group {group_name!r} is not in settings.json; were the lifecycle "
+                "scripts deployed with this cluster's config?"
+            )
+        role = str(node_type).lower()
+        if role not in ("controller", "login", "compute"):
+            raise NodeError(f"instance group {group_name!r} has an unknown node_type {node_type!r}")
+    instance_type = str(
+        group.get("InstanceType") or (groups.get(group_name) or {}).get("instance_type") or ""
+    )
+    return {
+        "ROLE": role,
+        "GROUP": group_name,
+        "NAME": str(instance.get("InstanceName", "")),
+        "INSTANCE_TYPE": instance_type,
+        "GPU": "true" if is_gpu(instance_type) else "false",
+    }
+
+
+def user_lines(users: dict[str, Any]) -> str:
+    """The users file as tab-separated lines for the shell (names and keys hold no tabs)."""
+    lines = []
+    for user in users.get("users") or []:
+        name, uid = str(user["name"]), int(user["uid"])
+        lines.append(f"user\t{name}\t{uid}\t{','.join(user.get('groups') or [])}")
+        lines.extend(f"key\t{name}\t{key}" for key in user.get("ssh_public_keys") or [])
+    return "".join(line + "\n" for line in lines)
+
+
+def json_set(path: Path, key: str, value: Any) -> bool:
+    """Set ``key`` in the JSON object in ``path``; True when the file changed."""
+    data = read_json(path) if path.is_file() and path.read_text(encoding="utf-8").strip() else {}
+    if not isinstance(data, dict):
+        raise NodeError(f"{path} does not hold a JSON object")
+    if data.get(key) == value:
+        return False
+    data[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return True
+
+
+def json_has(path: Path, keys: list[str]) -> bool:
+    try:
+        node: Any = read_json(path)
+    except NodeError:
+        return False
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    command, args = argv[0], argv[1:]
+    try:
+        if command == "settings" and len(args) == 1:
+            data = read_json(Path(args[0]))
+            if not isinstance(data, dict):
+                raise NodeError(f"{args[0]} does not hold a JSON object")
+            sys.stdout.write(shell_assignments(list(flatten(data)), "S_"))
+        elif command == "identify" and len(args) == 2:
+            root = Path(os.environ.get("HYPERPOD_ROOT") or "/")
+            override = os.environ.get("HYPERPOD_NODE_IP")
+            addresses = {override} if override else local_addresses()
+            values = identify(read_json(Path(args[0])), Path(args[1]), addresses, instance_id(root))
+            sys.stdout.write(shell_assignments(list(values.items()), "NODE_"))
+        elif command == "users" and len(args) == 1:
+            sys.stdout.write(user_lines(read_json(Path(args[0]))))
+        elif command == "json-set" and len(args) == 3:
+            changed = json_set(Path(args[0]), args[1], json.loads(args[2]))
+            print("changed" if changed else "unchanged")
+        elif command == "json-has" and len(args) >= 2:
+            return 0 if json_has(Path(args[0]), args[1:]) else 1
+        else:
+            print(__doc__, file=sys.stderr)
+            return 2
+    except NodeError as exc:
+        print(f"[lifecycle] {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,171 @@
+# shellcheck shell=bash
+# Container runtimes: Docker data on local storage and the NVIDIA runtime (Slurm login and
+# compute nodes), enroot and pyxis (Slurm), containerd data on the EBS volume (EKS).
+
+DOCKER_DAEMON_JSON=/etc/docker/daemon.json
+
+# local_data_mount: the local NVMe mount when there is one (waiting briefly for dlami-nvme,
+# which can finish after the lifecycle script starts), else the group's EBS volume; empty when
+# the node has neither.
+local_data_mount() {
+  if [[ -d "$R$NVME_MOUNT" ]] && ! is_mounted "$NVME_MOUNT"; then
+    wait_for_mount "$NVME_MOUNT" 12 >/dev/null || true
+  fi
+  if is_mounted "$NVME_MOUNT"; then
+    echo "$NVME_MOUNT"
+  elif is_mounted "$EBS_MOUNT"; then
+    echo "$EBS_MOUNT"
+  fi
+  return 0
+}
+
+restart_docker() {
+  run systemctl daemon-reload
+  run systemctl restart docker
+}
+
+step_container_runtime() {
+  local name="container runtime on NVMe" mount data result changed=0
+  current_step "$name"
+  if ! is_on node_setup.container_runtime_on_nvme true; then
+    skip "$name" "node_setup.container_runtime_on_nvme is off"
+    return
+  fi
+  if [[ "$NODE_ROLE" == "controller" ]]; then
+    skip "$name" "the controller runs no containers"
+    return
+  fi
+  step "$name"
+  if [[ ! -x "$R/usr/bin/docker" ]]; then
+    # Docker from the Ubuntu archive (a distribution package, version-pinned by the release)
+    run apt-get -y -o DPkg::Lock::Timeout=120 install docker.io
+  fi
+  mount="$(local_data_mount)"
+  if [[ -z "$mount" ]]; then
+    log "no local NVMe ($NVME_MOUNT) or EBS volume ($EBS_MOUNT): Docker data stays on the root volume"
+    return
+  fi
+  data="$mount/docker"
+  mkdir -p "$R$data/data-root" "$R$data/tmp"
+  # Docker's data on Lustre does not work (overlay2 needs a local file system): local disks only.
+  result="$(node_py json-set "$R$DOCKER_DAEMON_JSON" data-root "\"$data/data-root\"")" \
+    || fail "cannot set data-root in $DOCKER_DAEMON_JSON"
+  [[ "$result" == changed ]] && changed=1
+  if write_file "$R/etc/systemd/system/docker.service.d/hyperpod-data.conf" <<EOF; then
+[Service]
+Environment="DOCKER_TMPDIR=$data/tmp"
+EOF
+    changed=1
+  fi
+  if ((changed)); then
+    restart_docker
+  fi
+  log "Docker data on $data"
+}
+
+step_nvidia_toolkit() {
+  local name="NVIDIA container toolkit"
+  current_step "$name"
+  if ! is_on node_setup.nvidia_container_toolkit true; then
+    skip "$name" "node_setup.nvidia_container_toolkit is off"
+    return
+  fi
+  if [[ "$NODE_ROLE" == "controller" || "$NODE_GPU" != "true" ]]; then
+    skip "$name" "no NVIDIA GPU on this node"
+    return
+  fi
+  step "$name"
+  # The AMI ships the toolkit that matches its NVIDIA driver; the scripts only register it.
+  [[ -x "$R/usr/bin/nvidia-ctk" ]] \
+    || fail "the AMI has no NVIDIA container toolkit (nvidia-ctk); use a HyperPod GPU AMI or set cluster.node_setup.nvidia_container_toolkit: false"
+  if node_py json-has "$R$DOCKER_DAEMON_JSON" runtimes nvidia; then
+    log "the nvidia runtime is registered with Docker"
+    return
+  fi
+  run nvidia-ctk runtime configure --runtime=docker --config="$R$DOCKER_DAEMON_JSON"
+  restart_docker
+}
+
+# pyxis_plugin: the pyxis SPANK plugin the AMI installed (empty when there is none).
+pyxis_plugin() {
+  local candidate
+  for candidate in "$SLURM_DIR/lib/slurm/spank_pyxis.so" /usr/local/lib/slurm/spank_pyxis.so; do
+    if [[ -f "$R$candidate" ]]; then
+      echo "$candidate"
+      return 0
+    fi
+  done
+  return 0
+}
+
+step_enroot_pyxis() {
+  local name="enroot and pyxis" plugin unit
+  current_step "$name"
+  if ! is_on node_setup.enroot_pyxis true; then
+    skip "$name" "node_setup.enroot_pyxis is off"
+    return
+  fi
+  step "$name"
+  # Current HyperPod Slurm AMIs ship pyxis registered in plugstack.conf and enroot as a package,
+  # with enroot's paths already on the NVMe; the scripts check and never download either.
+  plugin="$(pyxis_plugin)"
+  [[ -n "$plugin" ]] \
+    || fail "pyxis (spank_pyxis.so) is not installed; use a HyperPod Slurm AMI or set cluster.node_setup.enroot_pyxis: false"
+  if grep -rqsF "spank_pyxis.so" "$R$SLURM_DIR/etc/plugstack.conf" "$R$SLURM_DIR/etc/plugstack.conf.d"; then
+    log "pyxis is registered with Slurm ($plugin)"
+  else
+    append_once "$R$SLURM_DIR/etc/plugstack.conf" "required $plugin"
+    log "registered pyxis in plugstack.conf"
+    for unit in slurmctld slurmd; do
+      if service_active "$unit"; then
+        run systemctl restart "$unit"
+      fi
+    done
+  fi
+  if [[ "$NODE_ROLE" == "compute" ]]; then
+    [[ -x "$R/usr/bin/enroot" ]] \
+      || fail "enroot is not installed; use a HyperPod Slurm AMI or set cluster.node_setup.enroot_pyxis: false"
+    log "enroot is installed"
+  fi
+}
+
+step_eks_containerd() {
+  local name="containerd data on EBS" dir dirs=() src dst
+  current_step "$name"
+  if ! is_on node_setup.eks_containerd_on_ebs true; then
+    skip "$name" "node_setup.eks_containerd_on_ebs is off"
+    return
+  fi
+  if [[ -d "$R$EBS_MOUNT" ]] && ! is_mounted "$EBS_MOUNT"; then
+    wait_for_mount "$EBS_MOUNT" 6 >/dev/null || true
+  fi
+  if ! is_mounted "$EBS_MOUNT"; then
+    skip "$name" "no EBS volume at $EBS_MOUNT (the group has no ebs_volume_gb)"
+    return
+  fi
+  step "$name"
+  for dir in containerd kubelet; do
+    if is_mounted "/var/lib/$dir"; then
+      log "/var/lib/$dir is on $EBS_MOUNT already"
+    else
+      dirs+=("$dir")
+    fi
+  done
+  ((${#dirs[@]})) || return 0
+  # Bind mounts keep each runtime's own configuration (Amazon Linux 2 and 2023 alike); the
+  # current data (the preloaded pause image) is copied first.
+  try_run systemctl stop kubelet || true
+  try_run systemctl stop containerd || true
+  for dir in "${dirs[@]}"; do
+    src="/var/lib/$dir" dst="$EBS_MOUNT/$dir"
+    mkdir -p "$R$dst" "$R$src"
+    if [[ -z "$(ls -A "$R$dst")" && -n "$(ls -A "$R$src")" ]]; then
+      run cp -a "$R$src/." "$R$dst/"
+    fi
+    append_once "$R/etc/fstab" "$dst $src none bind 0 0" || true
+    run mount --bind "$dst" "$src"
+  done
+  run systemctl start containerd
+  run systemctl start kubelet
+  log "containerd and kubelet data on $EBS_MOUNT"
+}

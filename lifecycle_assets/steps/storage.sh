@@ -1,0 +1,126 @@
+# shellcheck shell=bash
+# Shared storage: the FSx mount (HyperPod's, verified; or the scripts' own) and EFA to FSx.
+
+# FSx for Lustre guide, "Mounting from an Amazon EC2 instance": mount -t lustre -o relatime,flock
+# <dns_name>@tcp:/<mount_name> <path>; "Mounting automatically": these fstab options, so the
+# mount waits for the network at boot.
+LUSTRE_FSTAB_OPTIONS="defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service"
+# FSx for OpenZFS guide, "Mounting from an Amazon EC2 instance": NFS v4.1 (v4.2 for some features).
+OPENZFS_FSTAB_OPTIONS="nfsvers=4.1,_netdev"
+
+# fsx_source: the device of the file system for mount/fstab (empty when the names are unknown).
+fsx_source() {
+  local dns mount_name
+  dns="$(setting fsx.dns_name)"
+  mount_name="$(setting fsx.mount_name)"
+  [[ -n "$dns" ]] || return 0
+  if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then
+    printf '%s:%s\n' "$dns" "$(setting fsx.volume_path /fsx)"
+  elif [[ -n "$mount_name" ]]; then
+    printf '%s@tcp:/%s\n' "$dns" "$mount_name"
+  fi
+}
+
+# mount_fsx_ourselves PATH: an fstab entry, then mount with retries (the file system may still
+# be reachable only a little after boot).
+mount_fsx_ourselves() {
+  local path="$1" source type options attempt
+  source="$(fsx_source)"
+  [[ -n "$source" ]] || fail "settings.json has no fsx.dns_name/fsx.mount_name to mount $path with"
+  if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then
+    type=nfs options="$OPENZFS_FSTAB_OPTIONS"
+  else
+    type=lustre options="$LUSTRE_FSTAB_OPTIONS"
+  fi
+  mkdir -p "$R$path"
+  if append_once "$R/etc/fstab" "$source $path $type $options 0 0"; then
+    log "added $path to /etc/fstab"
+  fi
+  for attempt in 1 2 3 4 5; do
+    is_mounted "$path" && break
+    log "mounting $source on $path (attempt $attempt/5)"
+    try_run mount "$path" || sleep $((POLL_SECONDS * attempt))
+  done
+  is_mounted "$path" || fail "could not mount $source on $path after 5 attempts"
+}
+
+step_fsx() {
+  local path mounted_by timeout tries
+  current_step "wait for FSx mount"
+  if ! is_on fsx.enabled; then
+    skip "wait for FSx mount" "storage.fsx is disabled"
+    return
+  fi
+  path="$(setting fsx.mount_path /fsx)"
+  mounted_by="$(setting fsx.mounted_by hyperpod)"
+  timeout="$(setting node_setup.fsx_mount_timeout_seconds 600)"
+  tries=$(((timeout + 9) / 10))
+  case "$mounted_by" in
+    none)
+      skip "wait for FSx mount" "pods reach FSx through the FSx CSI driver; the node does not mount it"
+      return
+      ;;
+    script)
+      step "mount FSx"
+      mount_fsx_ourselves "$path"
+      ;;
+    *)
+      step "wait for FSx mount"
+      # HyperPod mounts the file system (InstanceStorageConfigs FsxLustreConfig) before an
+      # OnInitComplete script runs; it can still appear a little late.
+      if ! wait_for_mount "$path" "$tries"; then
+        if [[ -n "$(fsx_source)" ]]; then
+          warn "HyperPod has not mounted $path after ${timeout}s; mounting the adopted file system"
+          mount_fsx_ourselves "$path"
+        else
+          fail "$path is not mounted after ${timeout}s (HyperPod mounts it from the instance group's InstanceStorageConfigs)"
+        fi
+      fi
+      ;;
+  esac
+  if ! is_mounted "$path" "$(fsx_fstype)"; then
+    fail "$path is mounted, but not as $(fsx_fstype)"
+  fi
+  log "$path is a $(fsx_fstype) mount"
+}
+
+fsx_fstype() { if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then echo nfs4; else echo lustre; fi; }
+
+# efa_devices: the node's EFA devices (they appear under /sys/class/infiniband).
+efa_devices() {
+  local dev
+  for dev in "$R"/sys/class/infiniband/*; do
+    [[ -e "$dev" ]] && basename "$dev"
+  done
+  return 0
+}
+
+step_fsx_efa() {
+  local name="verify EFA transport to FSx" mode nets
+  current_step "$name"
+  mode="$(setting node_setup.fsx_efa_check warn)"
+  if ! is_on fsx.enabled || ! is_on fsx.efa; then
+    skip "$name" "the file system is not EFA-enabled"
+    return
+  fi
+  if [[ "$mode" == "off" ]]; then
+    skip "$name" "node_setup.fsx_efa_check is off"
+    return
+  fi
+  if [[ -z "$(efa_devices)" ]]; then
+    skip "$name" "this node has no EFA device; it reaches FSx over TCP"
+    return
+  fi
+  step "$name"
+  # An EFA client's Lustre networking (LNet) has an `efa` network next to `tcp`; without it
+  # the client falls back to TCP silently (FSx for Lustre guide, "Using EFA-enabled file systems").
+  nets="$(probe lnetctl net show 2>/dev/null || true)"
+  if grep -qE 'net type:[[:space:]]*efa' <<<"$nets"; then
+    log "Lustre networking uses EFA"
+    return
+  fi
+  if [[ "$mode" == "fail" ]]; then
+    fail "Lustre networking has no efa network: FSx traffic goes over TCP (lnetctl net show)"
+  fi
+  warn "Lustre networking has no efa network: FSx traffic goes over TCP (lnetctl net show)"
+}

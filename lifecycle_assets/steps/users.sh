@@ -1,0 +1,154 @@
+# shellcheck shell=bash
+# Users and groups from the users file (users.json beside the scripts), their home directories
+# (on shared storage by default) and SSH keys between the nodes.
+
+users_file() {
+  local name
+  name="$(setting node_setup.users_file)"
+  if [[ -n "$name" ]]; then
+    printf '%s\n' "$HERE/$name"
+  fi
+}
+
+# shared_homes: home directories live on the FSx file system every Slurm node mounts.
+shared_homes() { is_on fsx.enabled && is_on node_setup.home_on_shared_storage true; }
+
+home_of() {
+  if shared_homes; then
+    printf '%s/home/%s\n' "$(setting fsx.mount_path /fsx)" "$1"
+  else
+    printf '/home/%s\n' "$1"
+  fi
+}
+
+# makes_homes: this node creates the home directories: the controller when they are shared
+# (one writer, no race between nodes), every node when they are local.
+makes_homes() { ! shared_homes || [[ "$NODE_ROLE" == "controller" ]]; }
+
+# ensure_group NAME [GID]
+ensure_group() {
+  group_exists "$1" && return 0
+  if [[ -n "${2-}" ]]; then
+    run groupadd --gid "$2" "$1"
+  else
+    run groupadd "$1"
+  fi
+}
+
+# ensure_user NAME UID GROUPS(comma-separated)
+ensure_user() {
+  local name="$1" uid="$2" groups="$3" home existing group
+  home="$(home_of "$name")"
+  existing="$(user_line "$name")"
+  if [[ -n "$existing" ]]; then
+    [[ "$(cut -d: -f3 <<<"$existing")" == "$uid" ]] \
+      || fail "user $name exists with UID $(cut -d: -f3 <<<"$existing"), the users file says $uid"
+    log "user $name ($uid) exists"
+  else
+    if grep -qE "^[^:]*:[^:]*:$uid:" "$R/etc/passwd" 2>/dev/null; then
+      fail "UID $uid of $name is taken by $(grep -E "^[^:]*:[^:]*:$uid:" "$R/etc/passwd" | cut -d: -f1)"
+    fi
+    ensure_group "$name" "$uid"
+    # the home may already exist on shared storage: never let useradd create or copy into it
+    run useradd --uid "$uid" --gid "$uid" --home-dir "$home" --no-create-home \
+      --shell /bin/bash "$name"
+  fi
+  if [[ -n "$groups" ]]; then
+    for group in ${groups//,/ }; do
+      ensure_group "$group"
+      in_group "$name" "$group" || run usermod --append --groups "$group" "$name"
+    done
+  fi
+  if makes_homes && [[ ! -d "$R$home" ]]; then
+    mkdir -p "$R$home"
+    if [[ -d "$R/etc/skel" ]]; then
+      cp -r "$R/etc/skel/." "$R$home/"
+    fi
+    chmod 700 "$R$home"
+    run chown -R "$uid:$uid" "$R$home"
+  fi
+}
+
+# authorize NAME UID KEY: KEY in the user's authorized_keys (once).
+authorize() {
+  local name="$1" uid="$2" key="$3" ssh_dir
+  ssh_dir="$R$(home_of "$name")/.ssh"
+  mkdir -p "$ssh_dir"
+  chmod 700 "$ssh_dir"
+  if append_once "$ssh_dir/authorized_keys" "$key"; then
+    chmod 600 "$ssh_dir/authorized_keys"
+    run chown -R "$uid:$uid" "$ssh_dir"
+    return 0
+  fi
+  return 1
+}
+
+step_users() {
+  local name="users and groups" file lines kind user uid groups
+  current_step "$name"
+  file="$(users_file)"
+  if [[ -z "$file" ]]; then
+    skip "$name" "no users file (node_setup.users_file)"
+    return
+  fi
+  step "$name"
+  [[ -f "$file" ]] || fail "the users file $(basename "$file") is not beside the scripts"
+  lines="$(node_py users "$file")" || fail "cannot read the users file $(basename "$file")"
+  declare -gA USER_UIDS=()
+  USER_NAMES=()
+  while IFS=$'\t' read -r kind user uid groups; do
+    case "$kind" in
+      user)
+        ensure_user "$user" "$uid" "$groups"
+        USER_UIDS[$user]="$uid"
+        USER_NAMES+=("$user")
+        ;;
+      key)
+        # a key line: key<TAB>name<TAB>public key (read splits on tabs only: the key is in uid)
+        if makes_homes; then
+          authorize "$user" "${USER_UIDS[$user]}" "$uid" || true
+        fi
+        ;;
+    esac
+  done <<<"$lines"
+  log "users ready: ${USER_NAMES[*]}"
+}
+
+step_ssh_keys() {
+  local name="ssh keys between nodes" user uid key_file generated
+  current_step "$name"
+  if [[ -z "$(users_file)" ]]; then
+    skip "$name" "no users file (node_setup.users_file)"
+    return
+  fi
+  if ! is_on node_setup.ssh_keys_between_nodes true; then
+    skip "$name" "node_setup.ssh_keys_between_nodes is off"
+    return
+  fi
+  if ! shared_homes; then
+    skip "$name" "home directories are not on shared storage"
+    return
+  fi
+  if [[ "$NODE_ROLE" != "controller" ]]; then
+    skip "$name" "the controller makes the keys in the shared home directories"
+    return
+  fi
+  step "$name"
+  for user in "${USER_NAMES[@]}"; do
+    uid="${USER_UIDS[$user]}"
+    key_file="$R$(home_of "$user")/.ssh/id_ed25519"
+    mkdir -p "$(dirname "$key_file")"
+    generated=0
+    if [[ ! -f "$key_file" ]]; then
+      run ssh-keygen -q -t ed25519 -N "" -C "$user@$(setting cluster_name)" -f "$key_file"
+      generated=1
+    fi
+    # the key authorizes logins between the nodes, which all see the same home
+    if [[ -f "$key_file.pub" ]] && authorize "$user" "$uid" "$(cat "$key_file.pub")"; then
+      continue
+    fi
+    if ((generated)); then
+      run chown -R "$uid:$uid" "$(dirname "$key_file")"
+    fi
+  done
+}

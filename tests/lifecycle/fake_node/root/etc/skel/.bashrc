@@ -1,0 +1,1 @@
+# ~/.bashrc of new users

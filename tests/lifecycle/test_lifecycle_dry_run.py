@@ -1,0 +1,371 @@
+"""The real entry script on the fake node: steps per node type, switches, idempotency, failures.
+
+The bundled settings (tests/lifecycle/fake_node/settings) switch every step on: a users file,
+an EFA-enabled FSx, the accounting database and all exporters (Slurm); the EKS settings keep
+the defaults. The switch tests turn one setting off and check that its step goes, with a reason
+that names the setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from lifecycle_testkit import DryRunner, dry
+
+CONTROLLER_STEPS = [
+    "read settings",
+    "identify node",
+    "wait for FSx mount",
+    "users and groups",
+    "ssh keys between nodes",
+    "enroot and pyxis",
+    "wait for Slurm accounting",
+    "log rotation",
+    "node exporter",
+    "done",
+]
+LOGIN_STEPS = [
+    "read settings",
+    "identify node",
+    "wait for FSx mount",
+    "users and groups",
+    "container runtime on NVMe",
+    "enroot and pyxis",
+    "log rotation",
+    "node exporter",
+    "done",
+]
+COMPUTE_STEPS = [
+    "read settings",
+    "identify node",
+    "wait for FSx mount",
+    "verify EFA transport to FSx",
+    "users and groups",
+    "container runtime on NVMe",
+    "NVIDIA container toolkit",
+    "enroot and pyxis",
+    "log rotation",
+    "node exporter",
+    "DCGM exporter",
+    "EFA exporter",
+    "done",
+]
+EKS_STEPS = ["read settings", "identify node", "containerd data on EBS", "log rotation", "done"]
+SLURM_ONLY_STEPS = {
+    "wait for FSx mount",
+    "users and groups",
+    "ssh keys between nodes",
+    "enroot and pyxis",
+    "wait for Slurm accounting",
+    "container runtime on NVMe",
+}
+
+
+@pytest.mark.parametrize(
+    ("node", "steps"),
+    [
+        ("controller", CONTROLLER_STEPS),
+        ("login", LOGIN_STEPS),
+        ("compute", COMPUTE_STEPS),
+        ("eks", EKS_STEPS),
+    ],
+)
+def test_steps_per_node_type(dry_run: DryRunner, node: str, steps: list[str]) -> None:
+    result = dry_run(node)
+    assert result.returncode == 0, result.output
+    assert result.steps == steps
+
+
+def test_only_the_controller_makes_keys_and_waits_for_accounting(dry_run: DryRunner) -> None:
+    for node in ("login", "compute"):
+        skipped = dry_run(node).skipped
+        assert skipped["ssh keys between nodes"] == (
+            "the controller makes the keys in the shared home directories"
+        )
+        assert skipped["wait for Slurm accounting"] == "slurmdbd runs on the controller"
+    assert dry_run("controller").skipped["container runtime on NVMe"] == (
+        "the controller runs no containers"
+    )
+
+
+def test_gpu_and_efa_steps_only_where_the_hardware_is(dry_run: DryRunner) -> None:
+    login = dry_run("login").skipped
+    assert login["NVIDIA container toolkit"] == "no NVIDIA GPU on this node"
+    assert login["DCGM exporter"] == "no NVIDIA GPU on this node"
+    assert login["EFA exporter"] == "this node has no EFA device"
+    assert login["verify EFA transport to FSx"].startswith("this node has no EFA device")
+
+
+def test_eks_node_has_no_slurm_steps_and_no_fsx_mount(dry_run: DryRunner) -> None:
+    result = dry_run("eks")
+    assert not SLURM_ONLY_STEPS & set(result.steps)
+    assert "CSI driver" in result.skipped["wait for FSx mount"]
+    assert not any(c.startswith(("mount /fsx", "useradd")) for c in result.commands)
+
+
+def test_eks_moves_containerd_and_kubelet_to_the_ebs_volume(dry_run: DryRunner) -> None:
+    commands = dry_run("eks").commands
+    assert commands == [
+        "systemctl stop kubelet",
+        "systemctl stop containerd",
+        "cp -a /var/lib/containerd/. /opt/sagemaker/containerd/",
+        "mount --bind /opt/sagemaker/containerd /var/lib/containerd",
+        "cp -a /var/lib/kubelet/. /opt/sagemaker/kubelet/",
+        "mount --bind /opt/sagemaker/kubelet /var/lib/kubelet",
+        "systemctl start containerd",
+        "systemctl start kubelet",
+    ]
+
+
+def test_slurm_nodes_put_docker_data_on_the_fastest_local_disk(dry_run: DryRunner) -> None:
+    assert "Docker data on /opt/dlami/nvme/docker" in dry_run("compute").output
+    # the login node of the fake cluster has no instance store, only the group's EBS volume
+    assert "Docker data on /opt/sagemaker/docker" in dry_run("login").output
+
+
+def test_accounting_is_waited_for_never_configured(dry_run: DryRunner) -> None:
+    result = dry_run("controller")
+    assert "slurmdbd is active (configured by HyperPod)" in result.output
+    assert "slurmdbd.conf" not in result.output
+    for script in dry.SCRIPTS.rglob("*.sh"):
+        assert "slurmdbd.conf" not in script.read_text().replace(
+            "never write slurm.conf or slurmdbd.conf", ""
+        ), script
+
+
+# -- switches -----------------------------------------------------------------------------------
+
+# (setting, value, node, step): the setting turns the step off on that node
+SWITCHES = [
+    ("node_setup.users_file", None, "controller", "users and groups"),
+    ("node_setup.users_file", None, "controller", "ssh keys between nodes"),
+    ("node_setup.ssh_keys_between_nodes", False, "controller", "ssh keys between nodes"),
+    ("node_setup.container_runtime_on_nvme", False, "compute", "container runtime on NVMe"),
+    ("node_setup.nvidia_container_toolkit", False, "compute", "NVIDIA container toolkit"),
+    ("node_setup.enroot_pyxis", False, "compute", "enroot and pyxis"),
+    ("node_setup.log_rotation", False, "compute", "log rotation"),
+    ("node_setup.log_rotation", False, "eks", "log rotation"),
+    ("node_setup.fsx_efa_check", "off", "compute", "verify EFA transport to FSx"),
+    ("node_setup.exporters.node", False, "compute", "node exporter"),
+    ("node_setup.exporters.dcgm", False, "compute", "DCGM exporter"),
+    ("node_setup.exporters.efa", False, "compute", "EFA exporter"),
+    ("node_setup.eks_containerd_on_ebs", False, "eks", "containerd data on EBS"),
+    ("slurm_accounting_database", False, "controller", "wait for Slurm accounting"),
+    ("fsx.enabled", False, "compute", "wait for FSx mount"),
+    ("fsx.efa", False, "compute", "verify EFA transport to FSx"),
+]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "node", "step"),
+    SWITCHES,
+    ids=[f"{k}={v}:{n}:{s}" for k, v, n, s in SWITCHES],
+)
+def test_each_switch_turns_its_step_off(
+    dry_run: DryRunner, key: str, value: object, node: str, step: str
+) -> None:
+    assert step in dry_run(node).steps  # on with the bundled settings
+    result = dry_run(node, {key: value})
+    assert result.returncode == 0, result.output
+    assert step not in result.steps
+    assert step in result.skipped
+    # the rest of the node's steps stay
+    assert [s for s in dry_run(node).steps if s not in result.skipped] == result.steps
+
+
+@pytest.mark.parametrize(
+    ("key", "node", "step"),
+    [
+        ("node_setup.ssh_keys_between_nodes", "controller", "ssh keys between nodes"),
+        ("node_setup.container_runtime_on_nvme", "compute", "container runtime on NVMe"),
+        ("node_setup.exporters.dcgm", "compute", "DCGM exporter"),
+        ("node_setup.eks_containerd_on_ebs", "eks", "containerd data on EBS"),
+    ],
+)
+def test_a_switched_off_step_names_its_setting(
+    dry_run: DryRunner, key: str, node: str, step: str
+) -> None:
+    assert dry_run(node, {key: False}).skipped[step] == f"{key} is off"
+
+
+def test_local_homes_are_made_on_every_node(dry_run: DryRunner) -> None:
+    result = dry_run("compute", {"node_setup.home_on_shared_storage": False})
+    assert (
+        "useradd --uid 2001 --gid 2001 --home-dir /home/alice --no-create-home --shell /bin/bash alice"
+        in (result.commands)
+    )
+    assert "chown -R 2001:2001 /home/alice" in result.commands
+    assert result.skipped["ssh keys between nodes"] == "home directories are not on shared storage"
+
+
+def test_shared_homes_are_made_by_the_controller_only(dry_run: DryRunner) -> None:
+    assert "chown -R 2001:2001 /fsx/home/alice" in dry_run("controller").commands
+    assert not any(c.startswith("chown") for c in dry_run("compute").commands)
+
+
+# -- idempotency --------------------------------------------------------------------------------
+
+
+def lines(path: Path) -> list[str]:
+    return [line for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("node", ["controller", "login", "compute", "eks"])
+def test_a_second_run_succeeds_and_changes_nothing(dry_run: DryRunner, node: str) -> None:
+    first, second = dry_run(node), dry_run(node, again=True)
+    assert first.returncode == 0, first.output
+    assert first.commands
+    assert second.returncode == 0, second.output
+    assert second.steps == first.steps
+    assert second.commands == []  # nothing left to change
+    root = dry_run.root(node) / "node"  # type: ignore[attr-defined]
+    for name in ("etc/fstab", "etc/passwd", "etc/group", "proc/self/mounts"):
+        content = lines(root / name)
+        assert len(content) == len(set(content)), name
+
+
+def test_a_second_run_adds_no_user_key_or_group_member_twice(dry_run: DryRunner) -> None:
+    assert dry_run("controller", again=True).returncode == 0
+    root = dry_run.root("controller") / "node"  # type: ignore[attr-defined]
+    assert [line.split(":")[0] for line in lines(root / "etc/passwd")].count("alice") == 1
+    keys = lines(root / "fsx/home/alice/.ssh/authorized_keys")
+    assert len(keys) == 2  # the key from the users file and the cluster key
+    assert len(set(keys)) == 2
+    docker = next(line for line in lines(root / "etc/group") if line.startswith("docker:"))
+    assert docker == "docker:x:999:ubuntu,alice,bob"
+
+
+def test_eks_bind_mounts_are_in_fstab_once(dry_run: DryRunner) -> None:
+    assert dry_run("eks", again=True).returncode == 0
+    root = dry_run.root("eks") / "node"  # type: ignore[attr-defined]
+    fstab = lines(root / "etc/fstab")
+    assert fstab.count("/opt/sagemaker/containerd /var/lib/containerd none bind 0 0") == 1
+    assert fstab.count("/opt/sagemaker/kubelet /var/lib/kubelet none bind 0 0") == 1
+    # the preloaded images went along
+    assert (root / "opt/sagemaker/containerd/io.containerd.content.v1.content/pause").is_file()
+
+
+ADOPTED = {
+    "fsx.dns_name": "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+    "fsx.mount_name": "abcdefgh",
+}
+LUSTRE_FSTAB = (
+    "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com@tcp:/abcdefgh /fsx lustre "
+    "defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service 0 0"
+)
+
+
+def unmount_fsx(base: Path) -> None:
+    mounts = base / "node/proc/self/mounts"
+    mounts.write_text("".join(f"{m}\n" for m in lines(mounts) if " /fsx " not in m))
+
+
+def test_scripts_mount_fsx_with_retries_when_they_own_the_mount(fake_node) -> None:
+    base = fake_node("login", {**ADOPTED, "fsx.mounted_by": "script"})
+    unmount_fsx(base)
+    for _ in range(2):
+        result = dry.run("login", base)
+        assert result.returncode == 0, result.output
+        assert "mount FSx" in result.steps
+    assert lines(base / "node/etc/fstab").count(LUSTRE_FSTAB) == 1
+
+
+def test_an_adopted_file_system_is_mounted_when_hyperpod_did_not(fake_node) -> None:
+    base = fake_node("login", {**ADOPTED, "node_setup.fsx_mount_timeout_seconds": 30})
+    unmount_fsx(base)
+    result = dry.run("login", base)
+    assert result.returncode == 0, result.output
+    assert (
+        "HyperPod has not mounted /fsx after 30s; mounting the adopted file system" in result.output
+    )
+    assert "mount /fsx" in result.commands
+
+
+# -- failures -----------------------------------------------------------------------------------
+
+
+def test_a_failing_command_names_the_step_and_the_command(dry_run: DryRunner, fake_node) -> None:
+    base = fake_node("controller")
+    result = dry.run("controller", base, fail="useradd")
+    assert result.returncode != 0
+    assert (
+        "[lifecycle] FAILED in step 'users and groups': command failed (exit 1): useradd --uid 2001 "
+        "--gid 2001 --home-dir /fsx/home/alice --no-create-home --shell /bin/bash alice"
+    ) in result.output
+    assert result.steps[-1] == "users and groups"  # nothing after it ran
+    # the node's log file has the same lines
+    log = (base / "node/var/log/provision/hyperpod-lifecycle.log").read_text()
+    assert "FAILED in step 'users and groups'" in log
+
+
+def test_a_missing_fsx_mount_fails_the_node(fake_node) -> None:
+    base = fake_node("compute", {"node_setup.fsx_mount_timeout_seconds": 30})
+    unmount_fsx(base)
+    result = dry.run("compute", base)
+    assert result.returncode != 0
+    assert "FAILED in step 'wait for FSx mount': /fsx is not mounted after 30s" in result.output
+
+
+def test_a_failing_shell_command_is_reported_by_the_error_trap(fake_node) -> None:
+    base = fake_node("controller")
+    # a file where the shared home directories go: mkdir fails outside the run wrapper
+    (base / "node/fsx").mkdir(parents=True, exist_ok=True)
+    (base / "node/fsx/home").write_text("")
+    result = dry.run("controller", base)
+    assert result.returncode != 0
+    assert "[lifecycle] FAILED in step 'users and groups' (exit 1): mkdir -p" in result.output
+
+
+def test_a_node_missing_from_the_resource_config_fails(fake_node) -> None:
+    base = fake_node("compute")
+    config = base / "node/opt/ml/config/resource_config.json"
+    data = json.loads(config.read_text())
+    data["InstanceGroups"] = [g for g in data["InstanceGroups"] if g["Name"] != "gpu"]
+    config.write_text(json.dumps(data))
+    result = dry.run("compute", base)
+    assert result.returncode != 0
+    assert "FAILED in step 'identify node'" in result.output
+    assert "is not in" in result.output
+
+
+@pytest.mark.parametrize(("mode", "fails"), [("warn", False), ("fail", True)])
+def test_fsx_over_tcp_instead_of_efa_warns_or_fails(fake_node, mode: str, fails: bool) -> None:
+    base = fake_node("compute", {"node_setup.fsx_efa_check": mode})
+    (base / "node/run/fake-lnet").unlink()
+    result = dry.run("compute", base)
+    assert (result.returncode != 0) == fails, result.output
+    message = "Lustre networking has no efa network: FSx traffic goes over TCP"
+    if fails:
+        assert f"FAILED in step 'verify EFA transport to FSx': {message}" in result.output
+    else:
+        assert f"WARNING: {message}" in result.output
+
+
+def test_missing_pyxis_fails_with_the_switch_to_turn_it_off(fake_node) -> None:
+    base = fake_node("compute")
+    (base / "node/opt/slurm/lib/slurm/spank_pyxis.so").unlink()
+    result = dry.run("compute", base)
+    assert result.returncode != 0
+    assert (
+        "FAILED in step 'enroot and pyxis': pyxis (spank_pyxis.so) is not installed"
+        in result.output
+    )
+    assert "cluster.node_setup.enroot_pyxis: false" in result.output
+
+
+def test_an_unregistered_pyxis_is_registered_once(fake_node) -> None:
+    base = fake_node("compute")
+    plugstack = base / "node/opt/slurm/etc/plugstack.conf"
+    plugstack.write_text("")
+    for _ in range(2):
+        assert dry.run("compute", base).returncode == 0
+    assert lines(plugstack) == ["required /opt/slurm/lib/slurm/spank_pyxis.so"]
+
+
+def test_dry_run_cli_prints_the_step_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert dry.main(["eks", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Steps on the fake eks node:\n  1. read settings\n  2. identify node\n")
+    assert "Result: ok" in out

@@ -1,0 +1,462 @@
+"""EKS orchestration: the EKS cluster, what HyperPod needs on it, the HyperPod EKS cluster, the
+add-ons after it, and the order of all of these (issue 3).
+
+cdk-nag's EKS rules do not look at ``aws_eks_v2`` clusters, so endpoint access and
+control-plane logging are asserted here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from stack_testkit import EKS_CONFIGS, as_list, config_id, depends_on, shipped_params, tags
+
+from hyperpod_cdk.eks.manifests import DEPENDENCY_KEYS
+from hyperpod_cdk.eks.versions import MIN_VPC_CNI, addon_version, parse_addon_version
+
+ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+CREATED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is None)
+ADOPTED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is not None)
+
+
+def eks_cluster(synth) -> dict[str, Any]:
+    _, resource = synth.one("eks", "AWS::EKS::Cluster")
+    return resource["Properties"]
+
+
+def hyperpod(synth) -> dict[str, Any]:
+    return synth.template("cluster")["Resources"]["HyperPodCluster"]["Properties"]
+
+
+def manifests(synth, kind: str = "eks") -> dict[str, dict[str, Any]]:
+    return synth.resources(kind, MANIFEST)
+
+
+def manifest_objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
+    """The Kubernetes objects of a manifest resource; CloudFormation values become "<token>"."""
+    manifest = resource["Properties"]["Manifest"]
+    if isinstance(manifest, dict):  # Fn::Join of literal JSON and tokens (file system id, ...)
+        separator, parts = manifest["Fn::Join"]
+        manifest = separator.join(p if isinstance(p, str) else "<token>" for p in parts)
+    return json.loads(manifest)
+
+
+def addons(synth, kind: str) -> dict[str, dict[str, Any]]:
+    return {
+        r["Properties"]["AddonName"]: r for r in synth.resources(kind, "AWS::EKS::Addon").values()
+    }
+
+
+# -- the EKS cluster -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_cluster_uses_api_authentication(path: Path, synthesized) -> None:
+    assert eks_cluster(synthesized(path))["AccessConfig"]["AuthenticationMode"] == "API"
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_cluster_logs_what_the_config_says(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    enabled = eks_cluster(synth)["Logging"]["ClusterLogging"]["EnabledTypes"]
+    assert [t["Type"] for t in enabled] == synth.config.eks_settings.logging
+
+
+def test_eks_cluster_logs_all_five_types_by_default(synthesized) -> None:
+    synth = synthesized("eks-minimal")
+    assert not synth.config.eks_settings.is_set("logging") if synth.config.eks else True
+    enabled = eks_cluster(synth)["Logging"]["ClusterLogging"]["EnabledTypes"]
+    assert [t["Type"] for t in enabled] == ALL_LOG_TYPES
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_control_plane_spans_two_azs_outside_the_hyperpod_subnet(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    subnet_ids = synth.resolve(eks_cluster(synth)["ResourcesVpcConfig"]["SubnetIds"])
+    network = synth.template("network")["Resources"]
+    subnets = [network[s["Ref"]]["Properties"] for s in subnet_ids]
+    azs = {s["AvailabilityZoneId"] for s in subnets}
+    assert len(subnets) >= 2 and len(azs) >= 2
+    assert azs == set(synth.config.network.eks_availability_zone_ids)
+    assert str(synth.config.network.compute_cidr) not in {s["CidrBlock"] for s in subnets}
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_endpoint_is_private_by_default(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    assert synth.config.eks_settings.endpoint_access == "private"
+    vpc = eks_cluster(synth)["ResourcesVpcConfig"]
+    assert vpc["EndpointPrivateAccess"] is True
+    assert vpc["EndpointPublicAccess"] is False
+    assert "PublicAccessCidrs" not in vpc
+
+
+@pytest.mark.parametrize(
+    ("access", "cidrs", "private"),
+    [("public_and_private", ["203.0.113.0/24"], True), ("public", ["198.51.100.0/24"], False)],
+    ids=["public_and_private", "public"],
+)
+def test_eks_endpoint_follows_the_config(
+    build_variant, access: str, cidrs: list[str], private: bool
+) -> None:
+    synth = build_variant(
+        {"eks": {"endpoint_access": access, "public_access_cidrs": cidrs}}, base="eks-minimal"
+    )
+    vpc = eks_cluster(synth)["ResourcesVpcConfig"]
+    assert vpc["EndpointPublicAccess"] is True
+    assert vpc["EndpointPrivateAccess"] is private
+    assert vpc["PublicAccessCidrs"] == cidrs
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_secrets_are_encrypted_with_a_rotating_key(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    (config,) = eks_cluster(synth)["EncryptionConfig"]
+    assert config["Resources"] == ["secrets"]
+    key_id = config["Provider"]["KeyArn"]["Fn::GetAtt"][0]
+    key = synth.template("eks")["Resources"][key_id]
+    assert key["Type"] == "AWS::KMS::Key"
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == "Retain"
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_version_and_name_come_from_the_config(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    props = eks_cluster(synth)
+    assert props["Version"] == synth.config.eks_settings.kubernetes_version
+    assert props["Name"] == f"{synth.config.name}-eks"
+    assert "EksCluster" in synth.template("eks")["Resources"]  # stateful: pinned logical id
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_eks_cluster_has_no_compute_of_its_own(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    assert eks_cluster(synth)["ComputeConfig"] == {"Enabled": False}  # no Auto Mode
+    assert synth.resources("eks", "AWS::EKS::Nodegroup") == {}
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_control_plane_shares_the_node_security_group(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    groups = synth.resolve(eks_cluster(synth)["ResourcesVpcConfig"]["SecurityGroupIds"])
+    node_group = synth.resolve(synth.outputs("network")["NodeSecurityGroupId"]["Value"])
+    assert groups == [node_group]
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_early_core_addons_are_pinned_and_coredns_waits_for_nodes(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    version = synth.config.eks_settings.kubernetes_version
+    early = addons(synth, "eks")
+    assert sorted(early) == ["eks-pod-identity-agent", "kube-proxy", "vpc-cni"]
+    for name, resource in early.items():
+        assert resource["Properties"]["AddonVersion"] == addon_version(name, version)
+        assert resource["Properties"]["ResolveConflicts"] == "OVERWRITE"
+    cni = parse_addon_version(early["vpc-cni"]["Properties"]["AddonVersion"])
+    assert cni[:3] >= MIN_VPC_CNI
+    late = addons(synth, "eks-addons")
+    assert late["coredns"]["Properties"]["AddonVersion"] == addon_version("coredns", version)
+
+
+def test_admins_get_cluster_admin_access_entries(synthesized) -> None:
+    synth = synthesized("eks-full")
+    entries = synth.resources("eks", "AWS::EKS::AccessEntry").values()
+    by_principal = {
+        e["Properties"]["PrincipalArn"]: e["Properties"]
+        for e in entries
+        if isinstance(e["Properties"]["PrincipalArn"], str)
+    }
+    for arn in synth.config.eks_settings.admin_principal_arns:
+        (policy,) = by_principal[arn]["AccessPolicies"]
+        assert policy["AccessScope"] == {"Type": "cluster"}
+        assert json.dumps(policy["PolicyArn"]).endswith(
+            'cluster-access-policy/AmazonEKSClusterAdminPolicy"]]}'
+        )
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_no_access_entry_for_hyperpod_nodes(path: Path, synthesized) -> None:
+    # HyperPod creates the entries of its nodes itself; a duplicate would fail its create
+    synth = synthesized(path)
+    execution_role = synth.outputs("nodes")["ExecutionRoleArn"]["Value"]
+    for entry in synth.resources("eks", "AWS::EKS::AccessEntry").values():
+        assert entry["Properties"]["PrincipalArn"] != execution_role
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_kubectl_handler_runs_in_the_eks_subnets(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    control_plane = eks_cluster(synth)["ResourcesVpcConfig"]["SubnetIds"]
+    for function in synth.resources("eks", "AWS::Lambda::Function").values():
+        assert function["Properties"]["VpcConfig"]["SubnetIds"] == control_plane
+
+
+# -- an adopted EKS cluster ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ADOPTED)
+def test_adopted_cluster_is_referenced_not_created(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    assert synth.resources("eks", "AWS::EKS::Cluster") == {}
+    assert synth.resources("eks", "AWS::EKS::Addon") == {}
+    arn = synth.config.eks_settings.cluster_arn
+    assert hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"] == arn
+    assert synth.outputs("eks")["EksClusterArn"]["Value"] == arn
+
+
+@pytest.mark.parametrize("path", ADOPTED)
+def test_adopted_cluster_gets_a_kubectl_handler_in_the_hyperpod_subnet(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    net = synth.config.network
+    functions = synth.resources("eks", "AWS::Lambda::Function").values()
+    assert functions
+    for function in functions:
+        vpc = function["Properties"]["VpcConfig"]
+        assert vpc["SubnetIds"] == [net.compute_subnet_id]
+        assert set(net.security_group_ids) <= set(json.dumps(vpc["SecurityGroupIds"]).split('"'))
+    (entry,) = synth.resources("eks", "AWS::EKS::AccessEntry").values()
+    name = synth.config.eks_settings.cluster_arn.rsplit("/", 1)[1]
+    assert entry["Properties"]["ClusterName"] == name
+    assert "Fn::GetAtt" in entry["Properties"]["PrincipalArn"]
+
+
+def test_adopted_cluster_with_a_kubectl_role_gets_no_access_entry(build_variant) -> None:
+    role = "arn:aws:iam::111122223333:role/kubectl-admin"
+    synth = build_variant({"eks.kubectl_role_arn": role}, base="eks-existing-cluster")
+    assert synth.resources("eks", "AWS::EKS::AccessEntry") == {}
+    handler = next(
+        f
+        for f in synth.resources("eks", "AWS::Lambda::Function").values()
+        if f["Properties"].get("Handler") == "index.handler"
+        and "kubectl" in json.dumps(f["Properties"].get("Layers", [])).lower()
+        or f["Properties"]["Role"] == role
+    )
+    assert handler["Properties"]["Role"] == role
+
+
+# -- HyperPod dependencies -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_one_manifest_per_enabled_dependency(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    enabled = synth.config.eks_settings.dependencies.enabled()
+    found = manifests(synth)
+    names = set(found)
+    for key in DEPENDENCY_KEYS:
+        construct = "".join(p.capitalize() for p in key.split("_"))
+        present = any(n.startswith(f"EksDependencies{construct}") or
+                      n.startswith(f"Eks{construct}") for n in names)  # fmt: skip
+        assert present == (key in enabled), key
+
+
+def test_a_switched_off_dependency_is_not_installed(build_variant) -> None:
+    synth = build_variant(
+        {"eks.dependencies": {"mpi_operator": False, "neuron_device_plugin": False}},
+        base="eks-minimal",
+    )
+    kinds = {
+        (o["kind"], o["metadata"]["name"])
+        for r in manifests(synth).values()
+        for o in manifest_objects(r)
+    }
+    assert not any("mpi" in name.lower() for _, name in kinds)
+    assert not any("neuron" in name.lower() for _, name in kinds)
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_namespaces_come_first_and_never_kube_system(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    found = manifests(synth)
+    (namespace_id,) = [k for k, r in found.items() if all(
+        o["kind"] == "Namespace" for o in manifest_objects(r))]  # fmt: skip
+    names = {o["metadata"]["name"] for o in manifest_objects(found[namespace_id])}
+    assert "kube-system" not in names
+    assert "aws-hyperpod" in names
+    for logical_id, resource in found.items():
+        if logical_id != namespace_id:
+            assert namespace_id in depends_on(resource), logical_id
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_every_workload_tolerates_the_health_taint_and_pins_its_image(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    for resource in manifests(synth).values():
+        for obj in manifest_objects(resource):
+            if obj["kind"] not in ("DaemonSet", "Deployment"):
+                continue
+            pod = obj["spec"]["template"]["spec"]
+            keys = {t.get("key") for t in pod.get("tolerations", [])}
+            assert "sagemaker.amazonaws.com/node-health-status" in keys or any(
+                t.get("operator") == "Exists" and "key" not in t for t in pod["tolerations"]
+            ), obj["metadata"]["name"]
+            for container in pod["containers"]:
+                image = container["image"]
+                assert ":" in image.rsplit("/", 1)[1] and not image.endswith(":latest"), image
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, id=config_id(p)) for p in EKS_CONFIGS])
+def test_nothing_comes_from_github_at_deploy_time(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    for kind in ("eks", "cluster", "eks-addons"):
+        if synth.has(kind):
+            text = json.dumps(synth.template(kind)).lower()
+            assert "github" not in text, kind
+            assert "ghcr.io" not in text, kind
+
+
+# -- the HyperPod cluster on EKS -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_hyperpod_cluster_is_orchestrated_by_the_created_eks_cluster(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    arn = synth.resolve(hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"])
+    assert arn == {"Fn::GetAtt": ["EksCluster", "Arn"]}
+    assert "Slurm" not in hyperpod(synth)["Orchestrator"]
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_hyperpod_cluster_waits_for_the_dependencies_and_addons_wait_for_it(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    assert "eks" in synth.dependencies("cluster")
+    assert "storage" not in synth.dependencies("cluster")
+    assert "data-repositories" not in synth.dependencies("cluster")
+    if synth.has("eks-addons"):
+        assert "cluster" in synth.dependencies("eks-addons")
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_groups_carry_kubernetes_labels_and_taints_and_no_slurm(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    groups = {g["InstanceGroupName"]: g for g in hyperpod(synth)["InstanceGroups"]}
+    for group in synth.config.cluster.instance_groups:
+        props = groups[group.name]
+        assert "SlurmConfig" not in props
+        kubernetes = props.get("KubernetesConfig", {})
+        assert kubernetes.get("Labels", {}) == group.labels
+        assert kubernetes.get("Taints", []) == [
+            {"Effect": t.effect, "Key": t.key, **({"Value": t.value} if t.value else {})}
+            for t in group.taints
+        ]
+        assert "InstanceStorageConfigs" not in props or all(
+            "FsxLustreConfig" not in c for c in props["InstanceStorageConfigs"]
+        )
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_hyperpod_cluster_is_tagged_for_the_training_operator(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    resource = synth.template("cluster")["Resources"]["HyperPodCluster"]
+    assert tags(resource)["SageMaker"] == "true"
+
+
+def test_autoscaling_uses_karpenter_with_a_created_cluster_role(synthesized) -> None:
+    synth = synthesized("eks-full")
+    props = hyperpod(synth)
+    assert props["AutoScaling"] == {"AutoScalerType": "Karpenter", "Mode": "Enable"}
+    role_id = synth.resolve(props["ClusterRole"])["Fn::GetAtt"][0]
+    role = synth.template("nodes")["Resources"][role_id]["Properties"]
+    (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "hyperpod.sagemaker.amazonaws.com"}
+    assert props["TieredStorageConfig"] == {
+        "Mode": "Enable",
+        "InstanceMemoryAllocationPercentage": 20,
+    }
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
+def test_nodes_may_pull_images_and_use_pod_identity_on_their_cluster(
+    path: Path, synthesized
+) -> None:
+    synth = synthesized(path)
+    (policy,) = [
+        p["Properties"]
+        for k, p in synth.resources("cluster", "AWS::IAM::Policy").items()
+        if k.startswith("EksNodePolicy")
+    ]
+    statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+    assert "ecr:BatchGetImage" in statements["PullImages"]["Action"]
+    identity = statements["PodIdentity"]
+    assert identity["Action"] == "eks-auth:AssumeRoleForPodIdentity"
+    assert synth.resolve(identity["Resource"]) == synth.resolve(
+        hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"]
+    )
+    assert synth.resolve(as_list(policy["Roles"])[0]) is not None
+
+
+# -- add-ons after the nodes -----------------------------------------------------------------
+
+
+def test_optional_addons_are_pinned_and_installed_after_the_cluster(synthesized) -> None:
+    synth = synthesized("eks-full")
+    version = synth.config.eks_settings.kubernetes_version
+    found = addons(synth, "eks-addons")
+    for name in (
+        "cert-manager",
+        "amazon-sagemaker-hyperpod-training-operator",
+        "amazon-sagemaker-hyperpod-taskgovernance",
+        "amazon-sagemaker-hyperpod-observability",
+        "aws-fsx-csi-driver",
+    ):
+        assert found[name]["Properties"]["AddonVersion"] == addon_version(name, version)
+    assert synth.resources("eks-addons", "AWS::APS::Workspace")
+    associations = {
+        (a["Properties"]["Namespace"], a["Properties"]["ServiceAccount"])
+        for a in synth.resources("eks-addons", "AWS::EKS::PodIdentityAssociation").values()
+    }
+    assert ("aws-hyperpod", "hp-training-operator-controller-manager") in associations
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm and c.storage.fsx.enabled))
+def test_pods_can_mount_the_file_system_through_the_csi_driver(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    assert "aws-fsx-csi-driver" in addons(synth, "eks-addons")
+    (volume,) = manifests(synth, "eks-addons").values()
+    objects = {o["kind"]: o for o in manifest_objects(volume)}
+    pv, pvc = objects["PersistentVolume"], objects["PersistentVolumeClaim"]
+    assert pv["spec"]["csi"]["driver"] == "fsx.csi.aws.com"
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+    # the volume handle is the environment's file system (a reference to the storage stack)
+    parts = volume["Properties"]["Manifest"]["Fn::Join"][1]
+    tokens = [synth.resolve(p) for p in parts if not isinstance(p, str)]
+    assert {"Ref": "FileSystem"} in tokens
+    assert pv["spec"]["csi"]["volumeHandle"] == "<token>"
+
+
+def test_no_fsx_csi_driver_without_a_file_system(synthesized) -> None:
+    synth = synthesized("eks-existing-cluster")
+    assert not synth.config.storage.fsx.enabled
+    assert not synth.has("eks-addons")
+
+
+# -- network ---------------------------------------------------------------------------------
+
+
+def test_closed_network_gets_the_eks_endpoints(build_variant) -> None:
+    off = dict.fromkeys(("training_operator", "mpi_operator", "nvidia_device_plugin", "neuron_device_plugin"), False)  # fmt: skip
+    synth = build_variant(
+        {"network.closed_network": True, "eks.dependencies": off}, base="eks-minimal"
+    )
+    services = {
+        json.dumps(r["Properties"]["ServiceName"])
+        for r in synth.resources("network", "AWS::EC2::VPCEndpoint").values()
+    }
+    for service in ("eks", "eks-auth", "sts", "ecr.dkr"):
+        assert any(f".{service}" in s for s in services), service
