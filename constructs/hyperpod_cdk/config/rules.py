@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Literal
 
 from hyperpod_cdk.config import facts
-from hyperpod_cdk.config.node_setup import check_node_setup
 from hyperpod_cdk.config.models import (
     ClusterConfig,
     DataRepositoryAssociation,
@@ -24,6 +23,7 @@ from hyperpod_cdk.config.models import (
     InstanceGroup,
     NetworkConfig,
 )
+from hyperpod_cdk.config.node_setup import check_node_setup
 
 # The file the cluster's LifeCycleConfig names; it must exist in the uploaded
 # directory at create time (AWS::SageMaker::Cluster LifeCycleConfig).
