@@ -33,7 +33,10 @@ ACCOUNTING = {
     }
 }
 AZ3 = {"network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}}
-EKS_ADOPTED = {"eks.cluster_arn": "arn:aws:eks:us-west-2:111122223333:cluster/shared"}
+EKS_ADOPTED = {
+    "eks.cluster_arn": "arn:aws:eks:us-west-2:111122223333:cluster/shared",
+    "eks.kubernetes_version": "1.33",
+}
 
 
 def group(name: str, instance_type: str = "ml.g5.8xlarge", **keys: Any) -> dict[str, Any]:
@@ -743,6 +746,11 @@ EKS_REJECTED = [
         {"eks.cluster_arn": "arn:aws:eks:us-east-1:111122223333:cluster/shared"},
         "eks.cluster_arn",
         "is not in us-west-2",
+    ),
+    case(
+        {"eks.cluster_arn": "arn:aws:eks:us-west-2:111122223333:cluster/shared"},
+        "eks.kubernetes_version",
+        "give the adopted cluster's version",
     ),
     case(
         {**EKS_ADOPTED, "eks.logging": ["api"]},

@@ -727,7 +727,7 @@ class EksConfig(StrictModel):
     ] = Field(
         default="1.35",
         description="Kubernetes version of the cluster the app creates (a version HyperPod supports); "
-        "with cluster_arn, the adopted cluster's version (picks the kubectl and add-on versions).",
+        "required with cluster_arn: the adopted cluster's version (picks the kubectl and add-on versions).",
     )
     endpoint_access: Literal["private", "public_and_private", "public"] = "private"
     public_access_cidrs: list[Cidr] = Field(default_factory=list)

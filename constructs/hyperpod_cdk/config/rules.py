@@ -703,6 +703,12 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
     if eks is None:
         return
     if adopted and eks.cluster_arn is not None:
+        if not eks.is_set("kubernetes_version"):
+            out.error(
+                "eks.kubernetes_version",
+                'give the adopted cluster\'s version (e.g. "1.33"): it picks the kubectl layer '
+                "and the add-on versions",
+            )
         if eks.cluster_arn.split(":")[3] != cfg.region:
             out.error(
                 "eks.cluster_arn",

@@ -194,7 +194,8 @@ class HyperPodNetwork(Construct):
         ):
             if not az_ids:
                 continue
-            table_name = "IsolatedRouteTable" if route_nat is None else f"{label}RouteTable"
+            # (the database table keeps its first name: renaming would replace it)
+            table_name = "IsolatedRouteTable" if kind == _DATABASE else f"{label}RouteTable"
             table = ec2.CfnRouteTable(self, table_name, vpc_id=cfn_vpc.ref)
             private_route_tables.append(table.ref)
             if route_nat is not None:
