@@ -347,3 +347,17 @@ def test_extra_files_are_part_of_the_hash() -> None:
 def test_extra_files_cannot_replace_the_scripts_or_the_settings(tmp_path: Path, name: str) -> None:
     with pytest.raises(ValueError, match="extra file"):
         bare_upload(tmp_path, {name: "x"})
+
+
+def test_users_file_is_uploaded_with_the_scripts(build_variant, tmp_path: Path) -> None:
+    # one of the deployment's sources, so it lands under the same content-hashed prefix
+    users_config(tmp_path)  # writes the project root: scripts and users.yaml
+    synth = build_variant(
+        {"cluster.node_setup.users_file": "users.yaml"},
+        base="minimal",
+        project_root=tmp_path,
+        nag=False,
+    )
+    uploaded = [d / "users.json" for d in asset_dirs(synth) if (d / "users.json").exists()]
+    assert len(uploaded) == 1
+    assert "alice" in uploaded[0].read_text()
