@@ -22,7 +22,6 @@ from hyperpod_cdk.eks.dependencies import HyperPodDependencies
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import FileSystemHandle
 from stacks.base import EnvironmentStack, output
-from stacks.layout import fsx_csi_driver_enabled
 
 
 class EksStack(EnvironmentStack):
@@ -124,9 +123,8 @@ class EksAddonsStack(EnvironmentStack):
             "Addons",
             cluster_name=cluster.cluster_name,
             kubernetes_version=eks_cfg.kubernetes_version,
-            options=eks_cfg.addons.model_copy(
-                update={"fsx_csi_driver": fsx_csi_driver_enabled(config)}
-            ),
+            # fsx_csi_driver left unset means: on when there is a file system
+            options=eks_cfg.addons,
             cluster=cluster.cluster,
             file_system=file_system,
             fsx_storage_capacity_gib=config.storage.fsx.storage_capacity_gib,

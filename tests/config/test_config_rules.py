@@ -780,6 +780,26 @@ EKS_REJECTED = [
         "needs eks.dependencies.deep_health_check: true",
     ),
     case(
+        {
+            "region": "il-central-1",
+            "network.availability_zone_id": "ilc1-az2",
+            "network.eks_availability_zone_ids": ["ilc1-az1", "ilc1-az2"],
+            "eks.dependencies.health_monitoring_agent": False,
+            "cluster.node_recovery": "None",
+        },
+        "region",
+        "images of the HyperPod dependencies (eks.dependencies) are not published in il-central-1",
+    ),
+    case(
+        {
+            "region": "ap-northeast-2",
+            "network.availability_zone_id": "apne2-az2",
+            "network.eks_availability_zone_ids": ["apne2-az1", "apne2-az2"],
+        },
+        "eks.dependencies.health_monitoring_agent",
+        "the agent's image is not published in ap-northeast-2",
+    ),
+    case(
         {"network.closed_network": True},
         "eks.dependencies.nvidia_device_plugin",
         "a closed network cannot pull",

@@ -767,11 +767,23 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
     if cfg.is_slurm:
         return
     # pure data, no CDK: safe to import during validation
-    from hyperpod_cdk.eks.manifests import dependency_components, health_agent_supported_regions
+    from hyperpod_cdk.eks.manifests import (
+        dependency_components,
+        dependency_regions,
+        health_agent_supported_regions,
+    )
 
     deps = cfg.eks_settings.dependencies
     path = "eks.dependencies"
     cluster = cfg.cluster
+    region_ok = cfg.region in dependency_regions()
+    agent_ok = cfg.region in health_agent_supported_regions()
+    if deps.enabled() and not region_ok:
+        out.error(
+            "region",
+            f"the images of the HyperPod dependencies (eks.dependencies) are not published in "
+            f"{cfg.region}; use one of {', '.join(sorted(dependency_regions()))}",
+        )
     if not deps.health_monitoring_agent:
         if cluster.node_recovery == "Automatic":
             out.error(
@@ -784,7 +796,7 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
                 f"{path}.health_monitoring_agent",
                 "cluster.auto_scaling (Karpenter) needs the health monitoring agent; switch it on",
             )
-    elif cfg.region not in health_agent_supported_regions():
+    elif region_ok and not agent_ok:
         out.error(
             f"{path}.health_monitoring_agent",
             f"the agent's image is not published in {cfg.region}; use a HyperPod region or switch it off",
@@ -796,10 +808,10 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
                     f"cluster.instance_groups[{i}].deep_health_checks",
                     f"needs {path}.deep_health_check: true (the RBAC the checks run with)",
                 )
-    if cfg.network.closed_network:
-        enabled = [k for k in deps.enabled() if k != "health_monitoring_agent" or cfg.region in
-                   health_agent_supported_regions()]  # fmt: skip
-        for component in dependency_components(region=cfg.region, enabled=enabled):
+    if cfg.network.closed_network and region_ok:
+        # the agent's own region problem is reported above; check the other images
+        checkable = [k for k in deps.enabled() if agent_ok or k != "health_monitoring_agent"]
+        for component in dependency_components(region=cfg.region, enabled=checkable):
             public = [i for i in component.images if not _is_private_ecr(i)]
             if public:
                 out.error(

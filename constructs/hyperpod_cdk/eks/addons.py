@@ -14,7 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import EksAddons
-from hyperpod_cdk.eks.versions import addon_version
+from hyperpod_cdk.eks.cluster import pinned_addon
 from hyperpod_cdk.nag import acknowledge, nag_account
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 
@@ -216,19 +216,13 @@ class HyperPodEksAddons(Construct):
     def _addon(
         self, construct_id: str, name: str, *, configuration: dict[str, Any] | None = None
     ) -> eks.CfnAddon:
-        addon = eks.CfnAddon(
+        addon = pinned_addon(
             self,
             construct_id,
-            addon_name=name,
             cluster_name=self.cluster_name,
-            addon_version=addon_version(name, self.kubernetes_version),
-            # the add-on owns its Kubernetes objects: a conflicting field is reset to the
-            # add-on's value instead of failing the create or update
-            resolve_conflicts="OVERWRITE",
-            preserve_on_delete=False,
-            configuration_values=(
-                cdk.Stack.of(self).to_json_string(configuration) if configuration else None
-            ),
+            name=name,
+            kubernetes_version=self.kubernetes_version,
+            configuration=configuration,
         )
         self.addons[name] = addon
         return addon

@@ -60,12 +60,20 @@ def kubectl_layer(
     return layer
 
 
-def core_addon(
-    scope: Construct, construct_id: str, *, cluster_name: str, name: str, kubernetes_version: str
+def pinned_addon(
+    scope: Construct,
+    construct_id: str,
+    *,
+    cluster_name: str,
+    name: str,
+    kubernetes_version: str,
+    configuration: dict[str, Any] | None = None,
 ) -> eks_l1.CfnAddon:
-    """One EKS managed add-on, pinned for ``kubernetes_version``.
+    """One EKS managed add-on, pinned for ``kubernetes_version`` (:mod:`hyperpod_cdk.eks.versions`).
 
-    ``OVERWRITE`` takes over the self-managed copy EKS bootstraps.
+    ``OVERWRITE``: the add-on owns its Kubernetes objects, so it takes over the
+    self-managed copy EKS bootstraps, and a conflicting field is reset to the
+    add-on's value instead of failing the create or update.
     """
     return eks_l1.CfnAddon(
         scope,
@@ -75,6 +83,9 @@ def core_addon(
         addon_version=addon_version(name, kubernetes_version),
         resolve_conflicts="OVERWRITE",
         preserve_on_delete=False,
+        configuration_values=(
+            cdk.Stack.of(scope).to_json_string(configuration) if configuration else None
+        ),
     )
 
 
@@ -82,7 +93,7 @@ def core_dns_addon(
     scope: Construct, construct_id: str, *, cluster_name: str, kubernetes_version: str
 ) -> eks_l1.CfnAddon:
     """The CoreDNS managed add-on: create it once the cluster has nodes."""
-    return core_addon(
+    return pinned_addon(
         scope,
         construct_id,
         cluster_name=cluster_name,
@@ -187,7 +198,7 @@ class HyperPodEksCluster(Construct):
         self.cluster_name = self.cluster.cluster_name
         self.cluster_arn = self.cluster.cluster_arn
         self.core_addons = {
-            name: core_addon(
+            name: pinned_addon(
                 self,
                 "".join(p.capitalize() for p in name.split("-")) + "Addon",
                 cluster_name=self.cluster_name,
@@ -209,9 +220,7 @@ class HyperPodEksCluster(Construct):
 
     def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
         """Apply Kubernetes ``objects`` (in order) with the cluster's kubectl handler."""
-        return eks.KubernetesManifest(
-            self, construct_id, cluster=self.cluster, manifest=list(objects), overwrite=True
-        )
+        return _manifest(self, construct_id, self.cluster, objects)
 
     def _acknowledge_cluster_findings(self) -> None:
         """cdk-nag findings on the CDK-made parts of the cluster, each with its reason."""
@@ -301,13 +310,21 @@ class AdoptedEksCluster(Construct):
             )
 
     def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
-        """Apply Kubernetes ``objects`` (in order) with the kubectl handler."""
-        manifest = eks.KubernetesManifest(
-            self, construct_id, cluster=self.cluster, manifest=list(objects), overwrite=True
-        )
+        """Apply Kubernetes ``objects`` (in order) once the kubectl handler is let in."""
+        manifest = _manifest(self, construct_id, self.cluster, objects)
         if self.kubectl_access is not None:
             manifest.node.add_dependency(self.kubectl_access)
         return manifest
+
+
+def _manifest(
+    scope: Construct, construct_id: str, cluster: eks.ICluster, objects: Sequence[dict[str, Any]]
+) -> eks.KubernetesManifest:
+    # overwrite: `kubectl apply`, so objects left by an earlier install (e.g. AWS's Helm chart)
+    # are taken over instead of failing the create
+    return eks.KubernetesManifest(
+        scope, construct_id, cluster=cluster, manifest=list(objects), overwrite=True
+    )
 
 
 def _cluster_admin_policy() -> eks.IAccessPolicy:
@@ -341,10 +358,11 @@ def acknowledge_kubectl_provider(cluster: eks.ICluster) -> None:
         "aws_eks_v2 gives the kubectl handler read-only ECR access so Helm can pull OCI charts; it "
         "cannot change anything in ECR.",
     )
+    handler = provider.node.try_find_child("Handler")
     acknowledge(
         provider,
         'AwsSolutions-IAM4[Policy::{"Fn::If":["'
-        + _ecr_public_condition_id(provider)
+        + _ecr_public_condition_id(handler)
         + '",{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},'
         '":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]',
         "aws_eks_v2 adds read-only ECR Public access to the kubectl handler in partitions that have "
@@ -356,7 +374,6 @@ def acknowledge_kubectl_provider(cluster: eks.ICluster) -> None:
         "The kubectl handler's runtime is chosen by aws-cdk-lib (the latest Python it supports) and "
         "moves with the pinned aws-cdk-lib version.",
     )
-    handler = provider.node.try_find_child("Handler")
     if isinstance(handler, Construct):
         cfn = handler.node.default_child
         if isinstance(cfn, cdk.CfnResource):
@@ -368,8 +385,8 @@ def acknowledge_kubectl_provider(cluster: eks.ICluster) -> None:
             )
 
 
-def _ecr_public_condition_id(provider: Construct) -> str:
-    handler = provider.node.try_find_child("Handler")
+def _ecr_public_condition_id(handler: Construct | None) -> str:
+    """The logical id of the condition under which the handler gets ECR Public access."""
     condition = handler.node.try_find_child("HasEcrPublic") if handler is not None else None
     if isinstance(condition, cdk.CfnCondition):
         return cdk.Stack.of(condition).get_logical_id(condition)

@@ -58,8 +58,3 @@ class HyperPodDependencies(Construct):
             if self.namespaces is not None:
                 manifest.node.add_dependency(self.namespaces)
             self.manifests[component.key] = manifest
-
-    @property
-    def images(self) -> list[str]:
-        """Every container image the components run, for mirroring or review."""
-        return sorted({image for c in self.components for image in c.images})

@@ -40,6 +40,7 @@ __all__ = [
     "HEALTH_TAINT_TOLERATION",
     "Component",
     "dependency_components",
+    "dependency_regions",
     "health_agent_supported_regions",
     "namespace_manifests",
 ]
@@ -69,6 +70,11 @@ DEPENDENCY_KEYS: tuple[str, ...] = tuple(_BUILDERS)
 def health_agent_supported_regions() -> frozenset[str]:
     """The regions where AWS publishes the health monitoring agent image (HyperPod EKS regions)."""
     return frozenset(HEALTH_AGENT_ACCOUNTS)
+
+
+def dependency_regions() -> frozenset[str]:
+    """The regions whose registries carry every image here but, maybe, the health agent's."""
+    return known_regions()
 
 
 def dependency_components(
@@ -112,7 +118,7 @@ def namespace_manifests(components: Iterable[Component]) -> list[dict[str, Any]]
 
 
 def _check_region(region: str, wanted: set[str]) -> None:
-    if region not in known_regions():
+    if region not in dependency_regions():
         raise ValueError(
             f"region {region!r} is not a region these HyperPod dependencies support; "
             f"use one of {', '.join(sorted(health_agent_supported_regions()))}"
