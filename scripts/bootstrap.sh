@@ -2,9 +2,10 @@
 # Installs the project's pinned toolchain into the work tree. Idempotent and fast when done:
 # each half keeps a stamp (a hash of its inputs) and is skipped while the stamp matches.
 #
-#   scripts/bootstrap.sh           # both halves
+#   scripts/bootstrap.sh           # python and node
 #   scripts/bootstrap.sh python    # .venv only: pinned Python deps + the editable construct library
 #   scripts/bootstrap.sh node      # node_modules only: pinned aws-cdk CLI + Node LTS (npm ci)
+#   scripts/bootstrap.sh checkov   # .venv-checkov only: the pinned checkov (`make test` needs it)
 #
 # Output is one line per half actually installed; the installers' logs are shown only on failure.
 set -euo pipefail
@@ -15,6 +16,9 @@ PYTHON="${PYTHON:-python3}"
 VENV=.venv
 PY_STAMP="$VENV/.bootstrap-stamp"
 NODE_STAMP=node_modules/.bootstrap-stamp
+# checkov's own pins clash with the app's (boto3, networkx, packaging): it gets a venv of its own
+CHECKOV_VENV=.venv-checkov
+CHECKOV_STAMP="$CHECKOV_VENV/.bootstrap-stamp"
 
 die() { echo "bootstrap: $*" >&2; exit 1; }
 
@@ -37,21 +41,29 @@ python_key() {
 
 node_key() { cat package.json package-lock.json | sha256sum | cut -d' ' -f1; }
 
+checkov_key() { cat requirements-checkov.txt constraints-checkov.txt | sha256sum | cut -d' ' -f1; }
+
+# ensure_venv DIR: a venv at DIR with a working interpreter (Python >= 3.11)
+ensure_venv() {
+  local venv="$1"
+  # a venv whose interpreter is gone (python upgraded, copied tree) is rebuilt
+  if [[ -d "$venv" ]] && ! "$venv/bin/python" -c '' >/dev/null 2>&1; then
+    rm -rf "$venv"
+  fi
+  if [[ ! -x "$venv/bin/python" ]]; then
+    command -v "$PYTHON" >/dev/null || die "$PYTHON not found (Python >= 3.11 is needed)"
+    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+      || die "$PYTHON is $("$PYTHON" --version 2>&1); Python >= 3.11 is needed"
+    "$PYTHON" -m venv "$venv"
+  fi
+}
+
 bootstrap_python() {
   local key; key="$(python_key)"
   if [[ -x "$VENV/bin/python" && -f "$PY_STAMP" && "$(<"$PY_STAMP")" == "$key" ]]; then
     return 0
   fi
-  # a venv whose interpreter is gone (python upgraded, copied tree) is rebuilt
-  if [[ -d "$VENV" ]] && ! "$VENV/bin/python" -c '' >/dev/null 2>&1; then
-    rm -rf "$VENV"
-  fi
-  if [[ ! -x "$VENV/bin/python" ]]; then
-    command -v "$PYTHON" >/dev/null || die "$PYTHON not found (Python >= 3.11 is needed)"
-    "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
-      || die "$PYTHON is $("$PYTHON" --version 2>&1); Python >= 3.11 is needed"
-    "$PYTHON" -m venv "$VENV"
-  fi
+  ensure_venv "$VENV"
   echo "bootstrap: installing pinned Python packages into $VENV" >&2
   rm -f "$PY_STAMP"
   run "$VENV/bootstrap.log" "$VENV/bin/python" -m pip install --disable-pip-version-check \
@@ -79,9 +91,23 @@ bootstrap_node() {
   echo "$key" >"$NODE_STAMP"
 }
 
+bootstrap_checkov() {
+  local key; key="$(checkov_key)"
+  if [[ -x "$CHECKOV_VENV/bin/checkov" && -f "$CHECKOV_STAMP" && "$(<"$CHECKOV_STAMP")" == "$key" ]]; then
+    return 0
+  fi
+  ensure_venv "$CHECKOV_VENV"
+  echo "bootstrap: installing pinned checkov into $CHECKOV_VENV" >&2
+  rm -f "$CHECKOV_STAMP"
+  run "$CHECKOV_VENV/bootstrap.log" "$CHECKOV_VENV/bin/python" -m pip install \
+    --disable-pip-version-check --no-input -q -c constraints-checkov.txt -r requirements-checkov.txt
+  echo "$key" >"$CHECKOV_STAMP"
+}
+
 case "$what" in
   all) bootstrap_python; bootstrap_node ;;
   python) bootstrap_python ;;
   node) bootstrap_node ;;
-  *) die "usage: $0 [all|python|node]" ;;
+  checkov) bootstrap_checkov ;;
+  *) die "usage: $0 [all|python|node|checkov]" ;;
 esac

@@ -28,6 +28,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
+from hyperpod_cdk.checkov_skips import FrameworkCheckovSkips
 from hyperpod_cdk.cluster import (
     AccountingDatabaseRef,
     HyperPodCluster,
@@ -35,10 +36,13 @@ from hyperpod_cdk.cluster import (
     LifecycleScripts,
     SlurmAccountingDatabase,
 )
+from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS, EKS_CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.config.node_setup import lifecycle_extra_files
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
+from hyperpod_cdk.log_encryption import EncryptLogGroups
+from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import (
     DataBucket,
@@ -51,6 +55,10 @@ from stacks.eks import EksAddonsStack, EksStack
 from stacks.layout import needs_eks_addons
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
+DESTROY_REASON = (
+    "storage.fsx.removal_policy is destroy and the deploy passed -c destroy_data=true: the data "
+    "is meant to go with the stack."
+)
 
 
 class NetworkStack(EnvironmentStack):
@@ -129,6 +137,8 @@ class StorageStack(EnvironmentStack):
                 "Pass -c destroy_data=true to let a stack deletion remove them.",
             )
         self.data = DataBucket(self, "Data", removal_policy=removal)
+        if destroy:
+            acknowledge(self.data, "HyperPod-DataRetained", DESTROY_REASON)
         self.data.bucket.node.default_child.override_logical_id("DataBucket")  # type: ignore[union-attr]
         output(self, "DataBucketName", self.data.bucket.bucket_name, "S3 data bucket")
 
@@ -144,6 +154,8 @@ class StorageStack(EnvironmentStack):
                 removal_policy=removal,
             )
             lustre.resource.override_logical_id("FileSystem")
+            if destroy:
+                acknowledge(lustre, "HyperPod-DataRetained", DESTROY_REASON)
             self.file_system = lustre.handle
         elif fsx_cfg.enabled:
             self.file_system = FileSystemHandle.from_config(fsx_cfg)
@@ -239,7 +251,7 @@ class LifecycleStack(EnvironmentStack):
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
             mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
         )
-        self.execution_role.grant_lifecycle_read(self.scripts.bucket, self.scripts.prefix)
+        self.execution_role.grant_lifecycle_read(self.scripts.bucket, LIFECYCLE_ROOT)
         # Roles named in the config read the scripts too: the lifecycle bucket
         # is not a sagemaker-* bucket their managed policy would cover.
         cluster_cfg = config.cluster
@@ -507,6 +519,14 @@ def build_environment(
             scope, f"{prefix}-data-repositories", config=config, storage=storage, env=env,
             description=f"HyperPod environment {prefix}: FSx data repository associations",
         )  # fmt: skip
-    return EnvironmentStacks(
+    stacks = EnvironmentStacks(
         network, storage, lifecycle, cluster, data_repositories, eks=eks, eks_addons=eks_addons
     )
+    # Aspects stop at Stage boundaries, so they are added per stack (here, not on the App):
+    # every log group, CDK's own included, is encrypted with the environment's logs key; checkov
+    # skips, with their reasons, go on CDK's own Lambda functions (READONLY priority: after the
+    # aspects that change resources, so that a check a change makes pass is not skipped)
+    for stack in stacks.all():
+        cdk.Aspects.of(stack).add(EncryptLogGroups(network.network.logs_key))
+        cdk.Aspects.of(stack).add(FrameworkCheckovSkips(), priority=cdk.AspectPriority.READONLY)
+    return stacks

@@ -214,15 +214,20 @@ def _raise_or_return(cached: Synth | AssertionError) -> Synth:
 
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str | Path], Synth]:
-    """``synthesized("full")`` (or a path): that shipped config, synthesized once per worker."""
+    """``synthesized("full")`` (or a path): that shipped config, synthesized once per worker,
+    with every compliance pack registered (AwsSolutions, NIST 800-53 R5, HIPAA, PCI DSS 3.2.1)."""
     from hyperpod_cdk.config import load_environment
+    from hyperpod_cdk.nag import PACKS
 
     cache: dict[Path, Synth | AssertionError] = {}
 
     def get(name: str | Path) -> Synth:
         path = config_path(name)
         if path not in cache:
-            config = load_environment(path, PROJECT_ROOT)
+            # every shipped config must pass every pack (issue 5), not only the ones it names
+            config = load_environment(path, PROJECT_ROOT).model_copy(
+                update={"compliance_packs": list(PACKS)}
+            )
             try:
                 cache[path] = synthesize(config, tmp_path_factory.mktemp(f"cdk-{config_id(path)}"))
             except AssertionError as exc:  # a failed synth fails each test fast, without retrying

@@ -52,17 +52,27 @@ def nag_ref(resource: cdk.CfnResource, attribute: str) -> str:
     return f"<{cdk.Stack.of(resource).get_logical_id(resource)}.{attribute}>"
 
 
-def compliance_packs(
-    names: Sequence[str], *, write_suppressions: bool = True
-) -> list[cdk_nag.NagPack]:
-    """The cdk-nag packs named in ``compliance_packs``.
+def compliance_packs(names: Sequence[str]) -> list[cdk_nag.NagPack]:
+    """The cdk-nag packs named in ``compliance_packs``."""
+    return [PACKS[name]() for name in names]
 
-    ``write_suppressions`` writes every acknowledgment into the template
-    metadata, so the audit trail ships with the template.
+
+def write_acknowledgments_to_templates(scope: IConstruct) -> None:
+    """Write every acknowledgment below ``scope`` into its resources' template metadata
+    (``Metadata.cdk_nag.rules_to_suppress``), so the audit trail ships with the template.
+
+    Add it to the App and to each pipeline Stage: aspects stop at Stage boundaries.
     """
-    return [PACKS[name](write_suppressions_to_cloud_formation=write_suppressions) for name in names]
+    cdk.Aspects.of(scope).add(cdk_nag.WriteNagSuppressionsToCloudFormationAspect())
 
 
 def register_compliance_packs(app: cdk.App, names: Sequence[str]) -> None:
-    """Register the packs once, on the App: that also covers stacks inside Stages."""
-    cdk.Validations.of(app).add_plugins(*compliance_packs(names))
+    """Register the packs once, on the App: that also covers stacks inside Stages.
+
+    The project's own ``HyperPod`` pack (:mod:`hyperpod_cdk.checks`) is always registered,
+    whatever ``names`` says: its rules are HyperPod's deploy-time failures, not a policy choice.
+    """
+    from hyperpod_cdk.checks import HyperPodChecks
+
+    cdk.Validations.of(app).add_plugins(*compliance_packs(names), HyperPodChecks())
+    write_acknowledgments_to_templates(app)

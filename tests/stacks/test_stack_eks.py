@@ -387,7 +387,7 @@ def test_nodes_may_pull_images_and_use_pod_identity_on_their_cluster(
     synth = synthesized(path)
     (policy,) = [
         p["Properties"]
-        for k, p in synth.resources("cluster", "AWS::IAM::Policy").items()
+        for k, p in synth.resources("cluster", "AWS::IAM::ManagedPolicy").items()
         if k.startswith("EksNodePolicy")
     ]
     statements = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}

@@ -9,6 +9,7 @@ import pytest
 from aws_cdk.assertions import Match
 from stack_testkit import LIFECYCLE_PREFIX, as_list, get_att, join_parts, ref, shipped_params
 
+from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT
 from hyperpod_cdk.iam import CLUSTER_INSTANCE_POLICY
 
 ROLE = "ExecutionRoleCDF74862"
@@ -24,13 +25,23 @@ def statements_of_role(synth, logical_id: str = ROLE) -> dict[str, dict]:
     found = {}
     for template in synth.templates.values():
         for resource in template["Resources"].values():
-            if resource["Type"] != "AWS::IAM::Policy":
+            if resource["Type"] != "AWS::IAM::ManagedPolicy":
                 continue
             roles = synth.resolve(resource["Properties"]["Roles"])
             if ref(logical_id) in roles:
                 for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
                     found[statement["Sid"]] = statement
     return found
+
+
+def test_the_apps_own_policies_are_customer_managed(shipped) -> None:
+    # NIST 800-53 / HIPAA / PCI IAMNoInlinePolicy: the only inline policies left are the
+    # DefaultPolicy CDK writes for its own framework roles (flow-log delivery, BucketDeployment,
+    # kubectl handler), each acknowledged
+    for stack_name, template in shipped.templates.items():
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] == "AWS::IAM::Policy":
+                assert "DefaultPolicy" in logical_id, (stack_name, logical_id)
 
 
 def lifecycle_prefix(synth) -> str:
@@ -84,20 +95,23 @@ def test_execution_role_has_the_hyperpod_managed_policy(shipped) -> None:
 def test_lifecycle_bucket_listing_is_limited_to_the_lifecycle_prefix(shipped) -> None:
     statement = statements_of_role(shipped)["ListLifecyclePrefix"]
     bucket = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]["Ref"]
-    prefix = lifecycle_prefix(shipped)
+    prefix = LIFECYCLE_ROOT
+    assert lifecycle_prefix(shipped).startswith(prefix)
     assert statement["Action"] == "s3:ListBucket"
     assert statement["Resource"] == get_att(bucket, "Arn")
     assert statement["Condition"] == {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}
 
 
-def test_lifecycle_scripts_are_readable_under_the_hashed_prefix_only(shipped) -> None:
+def test_lifecycle_scripts_are_readable_under_the_lifecycle_prefix_only(shipped) -> None:
     # The wrong ARN (the bare bucket instead of bucket/*) is a classic HyperPod boot failure.
+    # Every hashed folder is readable: a node HyperPod replaces between the nodes stack's update
+    # and the cluster's still boots from the previous one.
     statement = shipped.resolve(statements_of_role(shipped)["ReadLifecycleScripts"])
     bucket = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]["Ref"]
     assert statement["Action"] == "s3:GetObject"
     resource = join_parts(statement["Resource"])
-    assert resource == [get_att(bucket, "Arn"), f"/{lifecycle_prefix(shipped)}*"]
-    assert LIFECYCLE_PREFIX.match(resource[1].removeprefix("/").removesuffix("*"))
+    assert resource == [get_att(bucket, "Arn"), f"/{LIFECYCLE_ROOT}*"]
+    assert LIFECYCLE_PREFIX.match(lifecycle_prefix(shipped))
 
 
 def test_execution_role_manages_network_interfaces(shipped) -> None:
@@ -221,7 +235,7 @@ def policies_of_role_name(synth, role_name: str) -> dict[str, dict]:
     for template in synth.templates.values():
         for resource in template["Resources"].values():
             if (
-                resource["Type"] == "AWS::IAM::Policy"
+                resource["Type"] == "AWS::IAM::ManagedPolicy"
                 and role_name in resource["Properties"]["Roles"]
             ):
                 for statement in resource["Properties"]["PolicyDocument"]["Statement"]:

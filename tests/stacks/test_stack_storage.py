@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from aws_cdk.assertions import Annotations, Match
-from stack_testkit import get_att, ref, shipped_params
+from stack_testkit import get_att, join_parts, ref, shipped_params
 
 CREATED_FSX = shipped_params(
     lambda c: c.storage.fsx.enabled and c.storage.fsx.file_system_id is None
@@ -76,16 +76,20 @@ def test_file_system_is_in_the_compute_subnet_only(path: Path, synthesized) -> N
 @pytest.mark.parametrize("path", CREATED_FSX)
 def test_file_system_is_encrypted_with_a_rotating_key_of_its_own(path: Path, synthesized) -> None:
     synth = synthesized(path)
-    key_id, key = synth.one("storage", "AWS::KMS::Key")
-    assert file_system(synth)["Properties"]["KmsKeyId"] == ref(key_id)
+    key_id = file_system(synth)["Properties"]["KmsKeyId"]["Ref"]
+    key = synth.template("storage")["Resources"][key_id]
+    assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "Retain"
+    # its own: the data bucket has another key
+    assert data_bucket_key_id(synth) != key_id
 
 
 def test_file_system_uses_the_configured_kms_key(build_variant) -> None:
     arn = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     synth = build_variant({"storage.fsx.kms_key_arn": arn}, base="minimal")
-    assert synth.resources("storage", "AWS::KMS::Key") == {}
+    # only the data bucket's key is left
+    assert list(synth.resources("storage", "AWS::KMS::Key")) == [data_bucket_key_id(synth)]
     assert file_system(synth)["Properties"]["KmsKeyId"] == "1234abcd-12ab-34cd-56ef-1234567890ab"
 
 
@@ -164,9 +168,33 @@ def test_data_bucket_is_versioned(shipped) -> None:
     assert data_bucket(shipped)["VersioningConfiguration"] == {"Status": "Enabled"}
 
 
-def test_data_bucket_is_encrypted(shipped) -> None:
+def data_bucket_key_id(synth) -> str:
+    (rule,) = data_bucket(synth)["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    return str(rule["ServerSideEncryptionByDefault"]["KMSMasterKeyID"]["Fn::GetAtt"][0])
+
+
+def test_data_bucket_is_encrypted_with_a_rotating_retained_key_and_bucket_keys(shipped) -> None:
     (rule,) = data_bucket(shipped)["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] == "aws:kms"
+    assert rule["BucketKeyEnabled"] is True
+    key = shipped.template("storage")["Resources"][data_bucket_key_id(shipped)]
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert key["DeletionPolicy"] == key["UpdateReplacePolicy"] == "Retain"
+
+
+def test_data_bucket_key_lets_only_fsx_data_repositories_use_it_through_s3(shipped) -> None:
+    # an SSE-KMS data repository needs the FSx service-linked role in the key policy
+    # (FSx for Lustre user guide, "Working with server-side encrypted Amazon S3 buckets")
+    key = shipped.template("storage")["Resources"][data_bucket_key_id(shipped)]
+    statements = {s.get("Sid"): s for s in key["Properties"]["KeyPolicy"]["Statement"]}
+    fsx = statements["FsxDataRepositoryThroughS3"]
+    principal = join_parts(fsx["Condition"]["ArnLike"]["aws:PrincipalArn"])[-1]
+    assert principal.endswith(
+        ":role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+    )
+    via = shipped.resolve(fsx["Condition"]["StringEquals"]["kms:ViaService"])
+    assert via == f"s3.{shipped.config.region}.amazonaws.com"
+    assert "kms:Decrypt" in fsx["Action"] and "kms:GenerateDataKey*" in fsx["Action"]
 
 
 def test_data_bucket_blocks_public_access(shipped) -> None:

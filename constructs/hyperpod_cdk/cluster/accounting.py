@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
 from constructs import Construct
 
+from hyperpod_cdk.checkov_skips import skip_check
+from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.nag import acknowledge
 
 DEFAULT_INSTANCE_CLASS = "db.t4g.medium"
 MYSQL_PORT = 3306
 # Slurm's slurmdbd supports MySQL 8.0 (Slurm "Accounting and Resource Limits").
 ENGINE = rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_0_43)
+# RDS for MySQL 8.0.28 and later audits through the MariaDB Audit Plugin option (RDS user guide,
+# "MariaDB Audit Plugin support for MySQL"): connections and schema / privilege changes, not
+# slurmdbd's every query.
+AUDIT_OPTION = "MARIADB_AUDIT_PLUGIN"
+AUDIT_EVENTS = "CONNECT,QUERY_DCL,QUERY_DDL"
+# Enhanced Monitoring: OS metrics every minute.
+MONITORING_INTERVAL = cdk.Duration.minutes(1)
 
 
 class SlurmAccountingDatabase(Construct):
@@ -23,7 +33,9 @@ class SlurmAccountingDatabase(Construct):
     HyperPod connects slurmdbd to it through ``Orchestrator.Slurm.AccountingDatabase``
     (Continuous provisioning only); the user name and password live in a
     generated Secrets Manager secret that the node role may read. The database
-    is encrypted, backed up for 7 days and exports its logs. With the default
+    is encrypted, backed up for 7 days, has Enhanced Monitoring, audits
+    connections and DDL/DCL statements, and exports its logs (error, general,
+    slow query, audit) to CloudWatch Logs. With the default
     ``removal_policy`` RETAIN it is deletion-protected and kept if it leaves
     the stack; with DESTROY it is deleted after a final snapshot.
 
@@ -74,6 +86,17 @@ class SlurmAccountingDatabase(Construct):
         instance_type = ec2.InstanceType(
             (instance_class or DEFAULT_INSTANCE_CLASS).removeprefix("db.")
         )
+        options = rds.OptionGroup(
+            self,
+            "Options",
+            engine=ENGINE,
+            description="Slurm accounting database: audit plugin",
+            configurations=[
+                rds.OptionConfiguration(
+                    name=AUDIT_OPTION, settings={"SERVER_AUDIT_EVENTS": AUDIT_EVENTS}
+                )
+            ],
+        )
         self.instance = rds.DatabaseInstance(
             self,
             "Instance",
@@ -96,26 +119,68 @@ class SlurmAccountingDatabase(Construct):
                 if removal_policy == cdk.RemovalPolicy.DESTROY
                 else removal_policy
             ),
-            cloudwatch_logs_exports=["error", "general", "slowquery"],
+            option_group=options,
+            cloudwatch_logs_exports=["audit", "error", "general", "slowquery"],
+            monitoring_interval=MONITORING_INTERVAL,
             auto_minor_version_upgrade=True,
             publicly_accessible=False,
             iam_authentication=True,
         )
         assert self.instance.secret is not None
         self.secret = self.instance.secret
+        # the credentials live as long as the database: a retained database without its secret
+        # could only be reached after a password reset
+        if removal_policy == cdk.RemovalPolicy.RETAIN:
+            self.secret.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
+        self._acknowledge_findings(multi_az=multi_az, removal_policy=removal_policy)
+
+    def _acknowledge_findings(self, *, multi_az: bool, removal_policy: cdk.RemovalPolicy) -> None:
+        monitoring = self.instance.node.find_child("MonitoringRole")
         acknowledge(
-            self.instance.node.find_child("Secret"),
+            monitoring,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonRDSEnhancedMonitoringRole]",
+            "RDS Enhanced Monitoring requires this AWS managed policy on its monitoring role; it only "
+            "lets RDS write OS metrics to the RDSOSMetrics log group.",
+        )
+        acknowledge_controls(
+            self.instance,
+            "RDSInBackupPlan",
+            "RDS automated backups keep 7 days of point-in-time recovery; an AWS Backup plan is an "
+            "account-wide policy the environment does not own (it can select this instance by tag).",
+        )
+        secret = self.instance.node.find_child("Secret")
+        acknowledge_controls(
+            secret,
+            "SecretsManagerRotationEnabled",
+            "HyperPod reads these credentials when it configures slurmdbd; rotating them would break "
+            "slurmdbd until the cluster is updated, so rotation is a planned operation.",
+        )
+        skip_check(
+            cast(cdk.CfnResource, secret.node.default_child),
+            "CKV_AWS_149",
+            "HyperPod reads this secret when it configures slurmdbd; the Secrets Manager AWS managed "
+            "key makes that read depend only on the IAM grant, with no key policy to get wrong.",
+        )
+        acknowledge_controls(
+            secret,
+            "SecretsManagerUsingKMSKey",
+            "HyperPod reads this secret when it configures slurmdbd; the Secrets Manager AWS managed "
+            "key makes that read depend only on the IAM grant, with no key policy to get wrong.",
+        )
+        acknowledge(
+            secret,
             "AwsSolutions-SMG4",
             "HyperPod reads these credentials when it configures slurmdbd; rotating them would break "
             "slurmdbd until the cluster is updated, so rotation is a planned operation.",
         )
         if not multi_az:
-            acknowledge(
-                self.instance,
-                "AwsSolutions-RDS3",
+            reason = (
                 "Multi-AZ is a config choice (cluster.slurm.accounting_multi_az); accounting data is "
-                "backed up daily and a lost instance only pauses job accounting.",
+                "backed up daily and a lost instance only pauses job accounting."
             )
+            acknowledge(self.instance, "AwsSolutions-RDS3", reason)
+            acknowledge_controls(self.instance, "RDSMultiAZSupport", reason)
         if removal_policy == cdk.RemovalPolicy.DESTROY:
             acknowledge(
                 self.instance,

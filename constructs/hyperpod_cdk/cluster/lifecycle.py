@@ -13,6 +13,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
+from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
 from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
 from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
@@ -43,6 +44,12 @@ def content_hash(
     for name, content in sorted((extra_files or {}).items()):
         digest.update(b"\0extra\0" + name.encode() + b"\0" + content.encode())
     return digest.hexdigest()
+
+
+# Every upload goes under this prefix, one content-hashed folder per version of the scripts.
+# Nodes may read all of them: between the nodes stack's update and the cluster's, a node that
+# HyperPod replaces still boots from the previous folder.
+LIFECYCLE_ROOT = "lifecycle/"
 
 
 class LifecycleScripts(Construct):
@@ -87,7 +94,7 @@ class LifecycleScripts(Construct):
                 raise ValueError(f"extra file {name!r} would replace {directory / name}")
         self.entry_script = LIFECYCLE_ENTRY_SCRIPT
         self.hash = content_hash(directory, settings, extra)
-        self.prefix = f"lifecycle/{self.hash[:20]}/"
+        self.prefix = f"{LIFECYCLE_ROOT}{self.hash[:20]}/"
         if access_logs_bucket is None:
             access_logs_bucket = access_log_bucket(
                 self,
@@ -104,6 +111,18 @@ class LifecycleScripts(Construct):
             auto_delete_objects=True,
             server_access_logs_bucket=access_logs_bucket,
             server_access_logs_prefix="lifecycle-bucket/",
+        )
+        acknowledge_controls(
+            self.bucket,
+            "S3DefaultEncryptionKMS",
+            "The bucket holds only the lifecycle scripts of this repository (no data, no secrets), "
+            "SSE-S3 encrypted and TLS-only; HyperPod nodes fetch them at boot with the execution role.",
+        )
+        acknowledge_controls(
+            self.bucket,
+            "S3BucketReplicationEnabled",
+            "The scripts are rebuilt from the repository by every deploy; a replica in another "
+            "region would hold nothing that cannot be recreated.",
         )
         self.deployment = s3deploy.BucketDeployment(
             self,
@@ -156,3 +175,4 @@ class LifecycleScripts(Construct):
             "The handler's runtime is chosen and updated by aws-cdk-lib's BucketDeployment; it runs only "
             "during deploys to copy the scripts.",
         )
+        acknowledge_framework_function(handler, in_vpc=False)

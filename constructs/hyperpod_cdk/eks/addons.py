@@ -176,8 +176,8 @@ class HyperPodEksAddons(Construct):
         """Pod identity roles, by the add-on name they serve."""
         self.prometheus_workspace: aps.CfnWorkspace | None = None
         self.prometheus_log_group: logs.LogGroup | None = None
-        self.training_operator_policy: iam.Policy | None = None
-        self.observability_policy: iam.Policy | None = None
+        self.training_operator_policy: iam.ManagedPolicy | None = None
+        self.observability_policy: iam.ManagedPolicy | None = None
         self.fsx_volume: eks_v2.KubernetesManifest | None = None
 
         if options.training_operator:
@@ -278,7 +278,7 @@ class HyperPodEksAddons(Construct):
         # The AWS managed policy AmazonSageMakerHyperPodTrainingOperatorAccess grants only
         # sagemaker:DescribeClusterNode (SageMaker developer guide, "AWS managed policies for
         # Amazon SageMaker HyperPod"); this is the same permission, scoped to the cluster.
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             self,
             "TrainingOperatorPolicy",
             statements=[
@@ -345,7 +345,7 @@ class HyperPodEksAddons(Construct):
         )
         # exactly the permissions the observability troubleshooting guide lists for the
         # collector role: remote write to its workspace, read/write of the cluster log groups
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             self,
             "ObservabilityPolicy",
             statements=[

@@ -15,11 +15,14 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from hyperpod_cdk.compliance import acknowledge_framework_function
 from hyperpod_cdk.eks.versions import addon_version
 from hyperpod_cdk.nag import acknowledge
 
 # Every control-plane log type (EKS user guide "Control plane logs").
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
+# who did what, as which identity: the log types the HyperPod-EksLogging rule asks for
+AUDIT_LOG_TYPES = ("api", "audit", "authenticator")
 _LOG_TYPES = {
     "api": eks.ClusterLoggingTypes.API,
     "audit": eks.ClusterLoggingTypes.AUDIT,
@@ -216,11 +219,33 @@ class HyperPodEksCluster(Construct):
                 access_policies=[_cluster_admin_policy()],
             )
         self._acknowledge_cluster_findings()
+        self._acknowledge_configured_exposure(endpoint_access, public_access_cidrs, logging)
         acknowledge_kubectl_provider(self.cluster)
 
     def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
         """Apply Kubernetes ``objects`` (in order) with the cluster's kubectl handler."""
         return _manifest(self, construct_id, self.cluster, objects)
+
+    def _acknowledge_configured_exposure(
+        self, endpoint_access: str, public_access_cidrs: Sequence[str], logging: Sequence[str]
+    ) -> None:
+        """The HyperPod pack wants a private endpoint and the audit logs; a config may choose
+        otherwise, and then the choice itself is the acknowledged reason."""
+        if endpoint_access != "private":
+            acknowledge(
+                self.cluster,
+                "HyperPod-EksPrivateEndpoint",
+                f"eks.endpoint_access is {endpoint_access} in the environment config: the API "
+                f"server is public, limited to eks.public_access_cidrs {list(public_access_cidrs)}.",
+            )
+        missing = [t for t in AUDIT_LOG_TYPES if t not in logging]
+        if missing:
+            acknowledge(
+                self.cluster,
+                "HyperPod-EksLogging",
+                f"eks.logging in the environment config leaves out {', '.join(missing)}: the "
+                "control-plane log types are the config owner's choice (CloudWatch Logs cost).",
+            )
 
     def _acknowledge_cluster_findings(self) -> None:
         """cdk-nag findings on the CDK-made parts of the cluster, each with its reason."""
@@ -383,6 +408,11 @@ def acknowledge_kubectl_provider(cluster: eks.ICluster) -> None:
                 "The custom-resource framework invokes every version of the kubectl handler function "
                 "and nothing else (CDK custom-resource provider pattern).",
             )
+    framework = provider.node.try_find_child("Provider")
+    on_event = framework.node.try_find_child("framework-onEvent") if framework else None
+    for function in (handler, on_event):
+        if function is not None:
+            acknowledge_framework_function(function, in_vpc=True)
 
 
 def _ecr_public_condition_id(handler: Construct | None) -> str:

@@ -32,7 +32,7 @@ class ClusterAutoScalingRole(Construct):
             description="HyperPod autoscaling (Karpenter) of the cluster's instance groups",
             path=role_path,
         )
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             self,
             "Policy",
             statements=[

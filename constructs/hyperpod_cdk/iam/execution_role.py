@@ -74,7 +74,7 @@ class ExecutionRole(Construct):
             return stack.format_arn(service="ec2", resource=resource, resource_name="*")
 
         eni_arn = arn("network-interface")
-        policy = iam.Policy(self, "NodePolicy")
+        policy = iam.ManagedPolicy(self, "NodePolicy")
         policy.add_statements(
             iam.PolicyStatement(
                 sid="DescribeNetwork",
@@ -156,7 +156,7 @@ class ExecutionRole(Construct):
     def grant_lifecycle_read(self, bucket: s3.IBucket, prefix: str) -> None:
         """Let the nodes list ``prefix`` in the bucket and read the objects below it."""
         bucket_arn = bucket.bucket_arn
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             self,
             "LifecycleRead",
             statements=[
@@ -184,14 +184,16 @@ class ExecutionRole(Construct):
             )
         self.lifecycle_policy = policy
 
-    def grant_secret_read(self, secret_arn: str, scope: Construct | None = None) -> iam.Policy:
+    def grant_secret_read(
+        self, secret_arn: str, scope: Construct | None = None
+    ) -> iam.ManagedPolicy:
         """Let the nodes read one Secrets Manager secret (the accounting database credentials).
 
         The policy is created in ``scope`` (default: this construct), e.g. the
         stack that owns the secret's consumer, so the role's stack need not
         wait for the secret.
         """
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             scope or self,
             "AccountingSecretRead",
             statements=[
@@ -205,7 +207,9 @@ class ExecutionRole(Construct):
         policy.attach_to_role(self.role)
         return policy
 
-    def grant_eks_node(self, eks_cluster_arn: str, scope: Construct | None = None) -> iam.Policy:
+    def grant_eks_node(
+        self, eks_cluster_arn: str, scope: Construct | None = None
+    ) -> iam.ManagedPolicy:
         """What a node of an EKS-orchestrated cluster needs on top of the managed policy.
 
         - the Amazon VPC CNI, which runs with the node's credentials on HyperPod:
@@ -226,7 +230,7 @@ class ExecutionRole(Construct):
         def arn(resource: str) -> str:
             return stack.format_arn(service="ec2", resource=resource, resource_name="*")
 
-        policy = iam.Policy(
+        policy = iam.ManagedPolicy(
             scope or self,
             "EksNodePolicy",
             statements=[

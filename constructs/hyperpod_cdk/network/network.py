@@ -7,12 +7,16 @@ from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.config.models import NetworkConfig
+from hyperpod_cdk.log_encryption import LogsKey
 from hyperpod_cdk.nag import acknowledge
+from hyperpod_cdk.network.default_security_group import restrict_default_security_group
 from hyperpod_cdk.network.security_group import EfaSecurityGroup
 
 # The primary CIDR of a new VPC is cut in quarters, one per kind of small
@@ -42,7 +46,8 @@ class HyperPodNetwork(Construct):
     secondary ``compute_cidr`` used whole as the private HyperPod subnet of
     ``availability_zone_id``, one more HyperPod subnet per
     ``additional_compute_cidrs`` entry, an S3 gateway endpoint, optional
-    interface endpoints, and flow logs. Every subnet is created by AZ *ID*, so
+    interface endpoints, and flow logs; its default security group is closed.
+    Every subnet is created by AZ *ID*, so
     no AZ name (real or dummy) is ever written into the template. With
     ``closed_network`` there is no internet gateway or NAT, and the interface
     endpoints the nodes need are added.
@@ -60,6 +65,9 @@ class HyperPodNetwork(Construct):
     :param eks_subnet_ids: adopted EKS control-plane subnets.
     :param closed_network_endpoints: the interface endpoints a closed network
         gets (besides ``interface_endpoints``); add ``eks``, ``eks-auth`` for EKS.
+    :param logs_key: the KMS key of the flow logs (and, through
+        :class:`~hyperpod_cdk.log_encryption.EncryptLogGroups`, of the environment's
+        other log groups); default: a new :class:`~hyperpod_cdk.log_encryption.LogsKey`.
     """
 
     def __init__(
@@ -73,9 +81,13 @@ class HyperPodNetwork(Construct):
         eks_az_ids: Sequence[str] = (),
         eks_subnet_ids: Sequence[str] = (),
         closed_network_endpoints: Sequence[str] = CLOSED_NETWORK_ENDPOINTS,
+        logs_key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = network
+        # every log group of the environment (flow logs here, the others through the
+        # EncryptLogGroups aspect) is encrypted with this key
+        self.logs_key: kms.IKey = logs_key or LogsKey(self, "LogsKey").key
         self.compute_subnets: dict[str, ec2.ISubnet] = {}
         self.database_subnets: list[ec2.ISubnet] = []
         self.eks_subnets: list[ec2.ISubnet] = []
@@ -120,6 +132,7 @@ class HyperPodNetwork(Construct):
             enable_dns_support=True,
         )
         cdk.Tags.of(cfn_vpc).add("Name", f"{cdk.Stack.of(self).stack_name}-vpc")
+        restrict_default_security_group(self, cfn_vpc)
         self.vpc = ec2.Vpc.from_vpc_attributes(
             self,
             "VpcRef",
@@ -154,6 +167,13 @@ class HyperPodNetwork(Construct):
             route = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_rt.ref,
                                  destination_cidr_block="0.0.0.0/0", gateway_id=igw.ref)  # fmt: skip
             route.node.add_dependency(attach)
+            acknowledge_controls(
+                route,
+                "VPCNoUnrestrictedRouteToIGW",
+                "Only the public subnets use this route, and they hold only the NAT gateways that give "
+                "the private HyperPod subnets outbound access; nothing in them has a public address "
+                "(closed_network: true removes the route).",
+            )
             for index, az_id in enumerate(compute_azs):
                 subnet = self._subnet(f"Public{_az_logical_suffix(az_id)}", cfn_vpc, az_id,
                                       small_subnet_cidr(net.cidr, _PUBLIC, index), public=True)  # fmt: skip
@@ -228,13 +248,20 @@ class HyperPodNetwork(Construct):
             )
         if net.flow_logs:
             log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR,
+                                      encryption_key=self.logs_key,
                                       removal_policy=cdk.RemovalPolicy.RETAIN)  # fmt: skip
-            ec2.FlowLog(
+            flow_log = ec2.FlowLog(
                 self,
                 "FlowLog",
                 resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
                 destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
                 traffic_type=ec2.FlowLogTrafficType.ALL,
+            )
+            acknowledge_controls(
+                flow_log.node.find_child("IAMRole").node.find_child("DefaultPolicy"),
+                "IAMNoInlinePolicy",
+                "CDK generates this policy for the flow-log delivery role: it writes to the one flow-log "
+                "group and passes only this role; nothing else uses it.",
             )
 
     def _subnet(

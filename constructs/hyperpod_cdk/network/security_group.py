@@ -5,6 +5,8 @@ from __future__ import annotations
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from hyperpod_cdk.compliance import acknowledge_controls
+
 # FSx for Lustre user guide "File system access control with Amazon VPC":
 # LNet uses TCP 988 and 1018-1023 between clients and file servers.
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
@@ -42,6 +44,15 @@ class EfaSecurityGroup(Construct):
         group = self.security_group
         group.add_ingress_rule(
             group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic from this group"
+        )
+        self_ingress = next(
+            child for child in group.node.children if isinstance(child, ec2.CfnSecurityGroupIngress)
+        )
+        acknowledge_controls(
+            self_ingress,
+            "EC2RestrictedCommonPorts",
+            "EFA requires a group that allows all traffic from itself (EFA user guide, 'Prepare an "
+            "EFA-enabled security group'); the source is this group only, never an address range.",
         )
         group.add_egress_rule(
             group, ec2.Port.all_traffic(), "EFA and Lustre: all traffic to this group"

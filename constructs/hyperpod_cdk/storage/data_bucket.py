@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from hyperpod_cdk.checkov_skips import skip_check
+from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.nag import acknowledge
+
+# FSx for Lustre user guide, "Working with server-side encrypted Amazon S3 buckets": a data
+# repository association reads and writes an SSE-KMS bucket through this service-linked role
+# (one per file system, suffixed with its id).
+FSX_S3_ACCESS_ROLE = (
+    "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+)
 
 
 def secure_bucket_props() -> dict[str, object]:
@@ -22,10 +35,12 @@ def secure_bucket_props() -> dict[str, object]:
 def access_log_bucket(
     scope: Construct, construct_id: str, *, logged: str, removal_policy: cdk.RemovalPolicy
 ) -> s3.Bucket:
-    """A private bucket that receives another bucket's server access logs (kept a year).
+    """A private, versioned bucket that receives another bucket's server access logs (kept a year).
 
-    DESTROY empties it too, so that deleting the stack does not stop at a
-    non-empty log bucket.
+    It is SSE-S3 encrypted: S3 server access logging delivers only to target
+    buckets whose default encryption is SSE-S3 (S3 user guide, "Enabling Amazon S3
+    server access logging"). DESTROY empties it too, so that deleting the stack
+    does not stop at a non-empty log bucket.
 
     :param logged: what the logged bucket holds, for the cdk-nag acknowledgment.
     """
@@ -35,8 +50,13 @@ def access_log_bucket(
         **secure_bucket_props(),  # type: ignore[arg-type]
         removal_policy=removal_policy,
         auto_delete_objects=removal_policy == cdk.RemovalPolicy.DESTROY,
+        versioned=True,
         lifecycle_rules=[
-            s3.LifecycleRule(id="expire-access-logs", expiration=cdk.Duration.days(365))
+            s3.LifecycleRule(
+                id="expire-access-logs",
+                expiration=cdk.Duration.days(365),
+                noncurrent_version_expiration=cdk.Duration.days(30),
+            )
         ],
     )
     acknowledge(
@@ -44,13 +64,33 @@ def access_log_bucket(
         "AwsSolutions-S1",
         f"This is the access-log bucket of the {logged}; logging it into itself would loop.",
     )
+    skip_check(
+        cast(cdk.CfnResource, bucket.node.default_child),
+        "CKV_AWS_18",
+        f"This bucket receives the server access logs of the {logged}; logging its own access "
+        "would loop into itself or need yet another log bucket.",
+    )
+    acknowledge_controls(
+        bucket,
+        "S3DefaultEncryptionKMS",
+        "S3 server access logging delivers only to target buckets with SSE-S3 default encryption "
+        "(S3 user guide); the logs hold request metadata, not the data itself.",
+    )
+    acknowledge_controls(
+        bucket,
+        "S3BucketReplicationEnabled",
+        f"Access logs of the {logged} are versioned and kept a year in this region; replicating them "
+        "to a second region is an account-wide audit decision, not one environment's.",
+    )
     return bucket
 
 
 class DataBucket(Construct):
-    """A versioned, encrypted, TLS-only, private bucket with server access logs.
+    """A versioned, KMS-encrypted, TLS-only, private bucket with server access logs.
 
-    The data repository associations link prefixes of this bucket into FSx.
+    The data repository associations link prefixes of this bucket into FSx; the
+    key policy lets the FSx service-linked roles of this account use the key
+    through S3 for this bucket only, as FSx requires for an SSE-KMS repository.
 
     :param removal_policy: RETAIN keeps the bucket (and its data) when the
         stack is deleted; DESTROY empties and deletes both buckets (the app
@@ -68,10 +108,23 @@ class DataBucket(Construct):
         self.access_logs = access_log_bucket(
             self, "AccessLogs", logged="data bucket", removal_policy=removal_policy
         )
+        self.key = kms.Key(
+            self,
+            "Key",
+            description="Data bucket of the HyperPod environment",
+            enable_key_rotation=True,
+            removal_policy=removal_policy,
+        )
+        props = {
+            **secure_bucket_props(),
+            "encryption": s3.BucketEncryption.KMS,
+            "encryption_key": self.key,
+            "bucket_key_enabled": True,
+        }
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            **secure_bucket_props(),  # type: ignore[arg-type]
+            **props,  # type: ignore[arg-type]
             versioned=True,
             removal_policy=removal_policy,
             auto_delete_objects=removal_policy == cdk.RemovalPolicy.DESTROY,
@@ -84,4 +137,39 @@ class DataBucket(Construct):
                     abort_incomplete_multipart_upload_after=cdk.Duration.days(7),
                 )
             ],
+        )
+        self._let_fsx_use_the_key()
+        acknowledge_controls(
+            self.bucket,
+            "S3BucketReplicationEnabled",
+            "The bucket is versioned and retained; cross-region replication needs a destination "
+            "bucket and region chosen by the data owner, so it is left to the account's data policy.",
+        )
+
+    def _let_fsx_use_the_key(self) -> None:
+        stack = cdk.Stack.of(self)
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="FsxDataRepositoryThroughS3",
+                principals=[iam.AccountPrincipal(stack.account)],
+                actions=[
+                    "kms:Decrypt",
+                    "kms:DescribeKey",
+                    "kms:Encrypt",
+                    "kms:GenerateDataKey*",
+                    "kms:ReEncrypt*",
+                ],
+                resources=["*"],
+                conditions={
+                    "ArnLike": {
+                        "aws:PrincipalArn": f"arn:{stack.partition}:iam::{stack.account}:role/"
+                        + FSX_S3_ACCESS_ROLE
+                    },
+                    # (the bucket ARN cannot be named here: the bucket refers to the key)
+                    "StringEquals": {
+                        "kms:CallerAccount": stack.account,
+                        "kms:ViaService": f"s3.{stack.region}.amazonaws.com",
+                    },
+                },
+            )
         )

@@ -1,0 +1,92 @@
+"""Preflight check: EKS offers every add-on build the app pins, for the Kubernetes version.
+
+The list mirrors what the app installs (``hyperpod_cdk.eks``): the core add-ons on a
+cluster it creates (none on an adopted one) and the optional add-ons ``eks.addons``
+switches on. Pure Python: importing the CDK constructs would start the CDK runtime.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.eks import versions
+from hyperpod_cdk.ops.aws import paginate
+from hyperpod_cdk.ops.check import Check, failed, passed, skipped
+
+CERT_MANAGER = "cert-manager"
+TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
+TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
+OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
+FSX_CSI_DRIVER = "aws-fsx-csi-driver"
+
+
+def fsx_csi_driver_enabled(config: EnvironmentConfig) -> bool:
+    """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system."""
+    value = config.eks_settings.addons.fsx_csi_driver
+    return config.storage.fsx.enabled if value is None else value
+
+
+def app_addons(config: EnvironmentConfig) -> list[str]:
+    """The EKS add-ons the app installs for ``config``, in install order."""
+    if config.is_slurm:
+        return []
+    settings = config.eks_settings
+    names = [] if settings.cluster_arn else list(versions.CORE_ADDONS)
+    if settings.addons.training_operator:
+        names += [CERT_MANAGER, TRAINING_OPERATOR]
+    if settings.addons.task_governance:
+        names.append(TASK_GOVERNANCE)
+    if settings.addons.observability:
+        names.append(OBSERVABILITY)
+    if fsx_csi_driver_enabled(config):
+        names.append(FSX_CSI_DRIVER)
+    return names
+
+
+def check_addon_versions(config: EnvironmentConfig, eks: Any) -> list[Check]:
+    """Each pinned add-on build is offered by DescribeAddonVersions for eks.kubernetes_version."""
+    if config.is_slurm:
+        return [skipped("eks add-ons", "slurm orchestrator: no EKS add-ons")]
+    names = app_addons(config)
+    if not names:
+        return [skipped("eks add-ons", "the app installs no EKS add-on on the adopted cluster")]
+    kubernetes = config.eks_settings.kubernetes_version
+    checks = []
+    for addon in names:
+        pinned = versions.addon_version(addon, kubernetes)
+        name = f"eks add-on {addon}"
+        offered = [
+            str(v.get("addonVersion"))
+            for info in paginate(
+                eks,
+                "describe_addon_versions",
+                "addons",
+                addonName=addon,
+                kubernetesVersion=kubernetes,
+            )
+            if info.get("addonName", addon) == addon
+            for v in info.get("addonVersions", [])
+        ]
+        if pinned in offered:
+            checks.append(passed(name, f"{pinned} is offered for Kubernetes {kubernetes}"))
+            continue
+        newest = ", ".join(sorted(offered, key=_version_key, reverse=True)[:3])
+        checks.append(
+            failed(
+                name,
+                f"{pinned} is not offered for Kubernetes {kubernetes} in {config.region} "
+                f"(offered: {newest or 'none'})",
+                f"pin an offered build in hyperpod_cdk/eks/versions.py, or change "
+                f"eks.kubernetes_version (aws eks describe-addon-versions --region {config.region} "
+                f"--addon-name {addon} --kubernetes-version {kubernetes})",
+            )
+        )
+    return checks
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    try:
+        return versions.parse_addon_version(version)
+    except ValueError:
+        return (-1,)

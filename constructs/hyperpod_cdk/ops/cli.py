@@ -1,0 +1,63 @@
+"""What the preflight and status commands share: arguments, the config, the session, and the
+one-line exit when AWS cannot be used (no credentials, expired token, no network)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hyperpod_cdk.config import ConfigError, EnvironmentConfig, load_environment
+from hyperpod_cdk.ops.aws import AwsUnavailable, ClientFactory, session_clients, unavailable_reason
+
+# The body of a command: the config, the clients of its region and the project root -> exit code.
+Command = Callable[[EnvironmentConfig, ClientFactory, Path], int]
+# Builds the clients of a region (and optional profile); tests pass stubbed ones.
+MakeClients = Callable[[str, str | None], ClientFactory]
+
+EXIT_UNUSABLE = 2
+
+
+def run_command(
+    prog: str,
+    description: str,
+    argv: Sequence[str],
+    command: Command,
+    make_clients: MakeClients = session_clients,
+) -> int:
+    """Parse ``CONFIG [--profile P] [--project-root DIR]``, load the config, run ``command``.
+
+    Exit 2 with ``config error:`` lines for an invalid config, and with one line
+    ``<prog>: <reason>`` on stderr when AWS cannot be used; no traceback for either.
+    """
+    parser = argparse.ArgumentParser(
+        prog=f"python -m hyperpod_cdk.ops.{prog}", description=description
+    )
+    parser.add_argument("config", help="the environment YAML file")
+    parser.add_argument("--profile", default=None, help="AWS profile (default: the usual chain)")
+    parser.add_argument(
+        "--project-root",
+        type=Path,
+        default=Path.cwd(),
+        help="the app's folder: lifecycle scripts, cdk.json, cdk.out (default: the cwd)",
+    )
+    args = parser.parse_args(list(argv))
+    try:
+        config = load_environment(args.config, args.project_root)
+    except ConfigError as exc:
+        for issue in [*exc.issues, *exc.warnings]:
+            print(issue, file=sys.stderr)
+        return EXIT_UNUSABLE
+    try:
+        clients = make_clients(config.region, args.profile)
+        return command(config, clients, args.project_root)
+    except AwsUnavailable as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return EXIT_UNUSABLE
+    except Exception as exc:
+        reason = unavailable_reason(exc)
+        if reason is None:
+            raise
+        print(f"{prog}: {reason}", file=sys.stderr)
+        return EXIT_UNUSABLE

@@ -1,0 +1,177 @@
+"""``python -m hyperpod_cdk.ops.preflight CONFIG`` (``make preflight``): read-only checks of the
+target account before a deploy.
+
+One line per check (``PASS``, ``FAIL`` with how to fix it, ``SKIP`` with why), then a summary.
+Exit 0 when nothing failed, 1 when a check failed, 2 when the config is invalid or AWS cannot be
+used (no credentials, an expired token, no network: one line on stderr). An AWS error inside a
+check (AccessDenied, throttling) fails that check and names the API; the others still run.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.ops import adopted, capacity, deploy_target
+from hyperpod_cdk.ops.addons import check_addon_versions
+from hyperpod_cdk.ops.aws import (
+    ClientFactory,
+    describe_error,
+    error_code,
+    is_client_error,
+    session_clients,
+    unavailable_reason,
+)
+from hyperpod_cdk.ops.check import Check, failed, format_check, skipped, summary
+from hyperpod_cdk.ops.cli import MakeClients, run_command
+
+# Error codes of a missing permission (EC2 says UnauthorizedOperation, most others AccessDenied).
+_ACCESS_DENIED = ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation")
+
+
+@dataclass(frozen=True)
+class Step:
+    """A group of checks: its name (used when an AWS error stops it), the services it calls."""
+
+    name: str
+    services: tuple[str, ...]
+    run: Callable[[], list[Check]]
+
+
+def _steps(
+    config: EnvironmentConfig, clients: ClientFactory, account: str, project_root: Path
+) -> list[Step]:
+    target = deploy_target.bootstrap_target(config, project_root)
+    return [
+        Step(
+            "availability zones",
+            ("ec2",),
+            lambda: capacity.check_availability_zones(config, clients("ec2")),
+        ),
+        Step(
+            "quotas",
+            ("service-quotas",),
+            lambda: capacity.check_quotas(config, clients("service-quotas")),
+        ),
+        Step(
+            "training plans",
+            ("sagemaker",),
+            lambda: capacity.check_training_plans(config, clients("sagemaker")),
+        ),
+        Step("vpc", ("ec2",), lambda: adopted.check_vpc(config, clients("ec2"))),
+        Step("subnets", ("ec2",), lambda: adopted.check_subnets(config, clients("ec2"))),
+        Step(
+            "security groups",
+            ("ec2",),
+            lambda: adopted.check_security_groups(config, clients("ec2")),
+        ),
+        Step(
+            "file system",
+            ("fsx", "ec2"),
+            lambda: adopted.check_file_system(config, clients("fsx"), clients("ec2")),
+        ),
+        Step("eks cluster", ("eks",), lambda: adopted.check_eks_cluster(config, clients("eks"))),
+        Step("eks add-ons", ("eks",), lambda: check_addon_versions(config, clients("eks"))),
+        Step(
+            "cluster name",
+            ("sagemaker", "cloudformation"),
+            lambda: [
+                deploy_target.check_cluster_name(
+                    config, clients("sagemaker"), clients("cloudformation")
+                )
+            ],
+        ),
+        Step(
+            "cdk bootstrap",
+            ("cloudformation", "ssm"),
+            lambda: [
+                deploy_target.check_bootstrap(
+                    config,
+                    clients("cloudformation"),
+                    clients("ssm"),
+                    account=account,
+                    target=target,
+                )
+            ],
+        ),
+    ]
+
+
+def _aws_failure(
+    name: str, exc: BaseException, clients: ClientFactory, services: Sequence[str]
+) -> Check:
+    """A check stopped by an AWS error: the API and the error, and what to do."""
+    detail = describe_error(exc, [clients(service) for service in services])
+    if error_code(exc) in _ACCESS_DENIED:
+        fix = "allow the caller the read-only actions listed in README (Preflight), then rerun"
+    else:
+        fix = "rerun; if it persists, check the AWS Health Dashboard for the region"
+    return failed(name, detail, fix)
+
+
+def _run_step(step: Step, clients: ClientFactory) -> list[Check]:
+    try:
+        return step.run()
+    except Exception as exc:
+        # no credentials, an expired token or no network: the whole run stops (one line)
+        if unavailable_reason(exc) is not None or not is_client_error(exc):
+            raise
+        return [_aws_failure(step.name, exc, clients, step.services)]
+
+
+def run_preflight(
+    config: EnvironmentConfig, clients: ClientFactory, *, project_root: Path
+) -> list[Check]:
+    """Every preflight check of ``config`` against the account of ``clients``, in order.
+
+    :raises Exception: the botocore error when AWS cannot be used at all (see
+        :func:`hyperpod_cdk.ops.aws.unavailable_reason`).
+    """
+    sts = clients("sts")
+    try:
+        identity = sts.get_caller_identity()
+    except Exception as exc:
+        if unavailable_reason(exc) is not None or not is_client_error(exc):
+            raise
+        account_check = _aws_failure("account", exc, clients, ("sts",))
+        account = config.account or "<account>"
+    else:
+        account_check = deploy_target.check_account(
+            config, str(identity["Account"]), str(identity["Arn"])
+        )
+        if account_check.failed:
+            return [
+                account_check,
+                skipped("other checks", "not run: they would inspect the wrong account"),
+            ]
+        account = config.account or str(identity["Account"])
+    checks = [account_check]
+    for step in _steps(config, clients, account, project_root):
+        checks.extend(_run_step(step, clients))
+    return checks
+
+
+def _command(config: EnvironmentConfig, clients: ClientFactory, project_root: Path) -> int:
+    checks = run_preflight(config, clients, project_root=project_root)
+    for check in checks:
+        print(format_check(check))
+    print(f"preflight of {config.name} in {config.region}: {summary(checks)}")
+    return 1 if any(check.failed for check in checks) else 0
+
+
+def main(argv: Sequence[str], make_clients: MakeClients = session_clients) -> int:
+    """The command line; ``make_clients`` builds the boto3 clients of a region (tests stub it)."""
+    return run_command(
+        "preflight",
+        "Read-only checks of the target AWS account before deploying CONFIG.",
+        argv,
+        _command,
+        make_clients,
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,96 @@
+"""The model the rules read: cross-stack references followed, values rendered to comparable text,
+IAM wildcards."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from hyperpod_cdk.checks import AppModel, Ref, Value
+from hyperpod_cdk.checks.iam import allows, wildcard_match
+from hyperpod_cdk.checks.model import PARTITION
+
+NETWORK = {
+    "Resources": {
+        "Sg": {"Type": "AWS::EC2::SecurityGroup", "Properties": {}},
+        "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {}},
+        "Named": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "my-bucket"}},
+    },
+    "Outputs": {
+        "WeakSg": {"Value": {"Fn::GetAtt": ["Sg", "GroupId"]}},
+        "StrongSg": {"Value": {"Ref": "Sg"}, "Export": {"Name": "network:Sg"}},
+        "BucketName": {"Value": {"Ref": "Bucket"}},
+    },
+}
+
+
+def value(raw: Any, templates: dict[str, Any] | None = None) -> tuple[Value, AppModel]:
+    model = AppModel.from_templates(
+        {"network": NETWORK, "consumer": {"Resources": {}}, **(templates or {})}
+    )
+    stack = next(a for a in model.assemblies.values()).stacks["consumer"]
+    return Value(stack, raw), model
+
+
+def _resource(model: AppModel, stack: str, logical_id: str) -> Any:
+    found = model.resource(f"<memory>/{stack}.template.json", logical_id)
+    assert found is not None
+    return found
+
+
+def test_weak_and_strong_references_lead_to_the_resource() -> None:
+    weak, model = value({"Fn::GetStackOutput": {"StackName": "network", "OutputName": "WeakSg"}})
+    sg = _resource(model, "network", "Sg")
+    assert weak.target() == Ref(sg, "GroupId")
+    strong, model = value({"Fn::ImportValue": "network:Sg"})
+    assert strong.target() == Ref(_resource(model, "network", "Sg"), None)
+
+
+def test_a_reference_to_a_stack_outside_the_app_is_not_followed() -> None:
+    outside, _ = value({"Fn::GetStackOutput": {"StackName": "elsewhere", "OutputName": "X"}})
+    assert outside.target() is None
+    assert outside.text() is None
+
+
+def test_values_render_to_comparable_text() -> None:
+    bucket = {"Fn::GetStackOutput": {"StackName": "network", "OutputName": "BucketName"}}
+    joined, _ = value({"Fn::Join": ["", ["s3://", bucket, "/lifecycle/"]]})
+    assert joined.text() == "s3://⟦network.Bucket⟧/lifecycle/"
+    arn, _ = value({"Fn::Sub": ["arn:${AWS::Partition}:s3:::${Name}/*", {"Name": "b"}]})
+    assert arn.text() == f"arn:{PARTITION}:s3:::b/*"
+    own, _ = value({"Fn::Sub": "${Bucket.Arn}/${!Literal}"}, {"consumer": NETWORK})
+    assert own.text() == f"arn:{PARTITION}:s3:::⟦consumer.Bucket⟧/${{Literal}}"
+    # a literal partition compares with the pseudo parameter
+    literal, _ = value("arn:aws-us-gov:s3:::b/*")
+    assert literal.text() == arn.text()
+    parameter, _ = value({"Fn::Join": ["", ["x", {"Ref": "SomeParameter"}]]})
+    assert parameter.text() is None
+
+
+def test_a_named_bucket_renders_its_name() -> None:
+    _, model = value("")
+    named = _resource(model, "network", "Named")
+    assert named.reference_text("Arn") == f"arn:{PARTITION}:s3:::my-bucket"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "candidate", "expected"),
+    [
+        ("s3:Get*", "s3:GetObject", True),
+        ("s3:get*", "s3:GetObject", False),  # resources and values: case matters
+        ("arn:*:s3:::b/*", f"arn:{PARTITION}:s3:::b/x/y", True),
+        ("arn:*:s3:::b/*", f"arn:{PARTITION}:s3:::b", False),
+        ("a?c", "abc", True),
+    ],
+)
+def test_wildcards(pattern: str, candidate: str, expected: bool) -> None:
+    assert wildcard_match(pattern, candidate) is expected
+
+
+def test_actions_match_ignoring_case_and_deny_wins() -> None:
+    stack = next(iter(AppModel.from_templates({"s": {}}).assemblies.values())).stacks["s"]
+    allow = Value(stack, {"Effect": "Allow", "Action": "S3:getobject", "Resource": "*"})
+    deny = Value(stack, {"Effect": "Deny", "Action": "s3:*", "Resource": "arn:aws:s3:::b/*"})
+    assert allows([allow], "s3:GetObject", f"arn:{PARTITION}:s3:::b/k")
+    assert not allows([allow, deny], "s3:GetObject", f"arn:{PARTITION}:s3:::b/k")

@@ -1,0 +1,254 @@
+"""checkov (issue 5): no failed check on any shipped config; skips only in resource metadata.
+
+checkov runs from its own pinned venv (.venv-checkov, ``make bootstrap-checkov``), once per
+shipped config on all of its templates (scripts/run_checkov.py). A skip is legitimate only as
+``Metadata.checkov.skip`` of the resource, with a reason (``hyperpod_cdk.checkov_skips``):
+never on the command line, in the environment or in a ``.checkov.yaml``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
+from stack_testkit import PROJECT_ROOT
+
+from hyperpod_cdk.checkov_skips import (
+    CHECK_ID,
+    MIN_COMMENT_LENGTH,
+    FrameworkCheckovSkips,
+    skip_check,
+    skipped_checks,
+)
+
+if str(PROJECT_ROOT / "scripts") not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+
+import run_checkov  # noqa: E402
+
+# checkov also honours a suppression written anywhere in a resource's text (checkov's
+# COMMENT_REGEX): a template must carry none, so that every skip is in the metadata
+INLINE_SUPPRESSION = re.compile(r"(checkov|bridgecrew|cortex):skip=")
+
+CheckovRun = Callable[[Path], run_checkov.Report]
+
+
+@pytest.fixture(scope="session")
+def checkov() -> CheckovRun:
+    """``checkov(outdir)``: the report of one run on that cloud assembly (cached)."""
+    cache: dict[Path, run_checkov.Report] = {}
+
+    def get(outdir: Path) -> run_checkov.Report:
+        if outdir not in cache:
+            cache[outdir] = run_checkov.run(outdir)
+        return cache[outdir]
+
+    return get
+
+
+def _metadata_skips(template: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """(logical id, check id) -> comment of every checkov skip in a template's metadata."""
+    found = {}
+    for logical_id, resource in template.get("Resources", {}).items():
+        for skip in resource.get("Metadata", {}).get("checkov", {}).get("skip", []):
+            found[(logical_id, skip.get("id"))] = skip.get("comment", "")
+    return found
+
+
+# -- every shipped config --------------------------------------------------------------------
+
+
+def test_checkov_finds_no_failed_check(shipped, checkov: CheckovRun) -> None:
+    report = checkov(shipped.outdir)
+    # checkov read every resource of every stack
+    assert len(report.templates) == len(shipped.templates)
+    assert report.parsing_errors == []
+    assert report.stderr == ""  # no warning, e.g. of a download tried
+    assert report.resource_count == sum(len(t["Resources"]) for t in shipped.templates.values())
+    assert [str(f) for f in sorted(report.failed, key=str)] == []
+    # each skip checkov applied is one of the templates' metadata, with its reason
+    for finding in report.skipped:
+        template = json.loads((shipped.outdir / finding.template).read_text())
+        logical_id = finding.resource.split(".", 1)[1]
+        assert _metadata_skips(template).get((logical_id, finding.check_id)) == finding.comment, (
+            finding
+        )
+        assert len(finding.comment) >= MIN_COMMENT_LENGTH, finding
+
+
+def test_every_checkov_skip_in_the_templates_has_a_reason(shipped) -> None:
+    for stack, template in shipped.templates.items():
+        assert not INLINE_SUPPRESSION.search(json.dumps(template)), stack
+        for logical_id, resource in template.get("Resources", {}).items():
+            metadata = resource.get("Metadata", {})
+            assert "bridgecrew" not in metadata, (stack, logical_id)
+            for skip in metadata.get("checkov", {}).get("skip", []):
+                assert set(skip) == {"id", "comment"}, (stack, logical_id, skip)
+                assert CHECK_ID.fullmatch(skip["id"]), (stack, logical_id, skip)
+                assert len(skip["comment"].strip()) >= MIN_COMMENT_LENGTH, (stack, logical_id, skip)
+
+
+def test_cdk_framework_functions_carry_exactly_their_skips(synthesized) -> None:
+    def skips(synth, kind: str, prefix: str) -> set[str]:
+        (logical_id,) = [
+            k for k in synth.resources(kind, "AWS::Lambda::Function") if k.startswith(prefix)
+        ]
+        return {c for (lid, c) in _metadata_skips(synth.template(kind)) if lid == logical_id}
+
+    slurm = synthesized("default")
+    assert skips(slurm, "nodes", "CustomCDKBucketDeployment8693BB64968944B69AAFB0CC9EB8756C") == {
+        "CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_173"
+    }  # fmt: skip
+    assert skips(slurm, "nodes", "CustomS3AutoDeleteObjectsCustomResourceProviderHandler") == {
+        "CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117"
+    }  # fmt: skip
+    eks = synthesized("eks-full")
+    # the kubectl functions run in the VPC: CKV_AWS_117 passes and is not skipped
+    for prefix in ("EksClusterKubectlProviderHandler", "EksClusterKubectlProviderframeworkonEvent"):
+        assert skips(eks, "eks", prefix) == {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_173"}
+
+
+# -- the runner ------------------------------------------------------------------------------
+
+
+def test_checkov_runs_offline_and_skips_nothing_itself(monkeypatch, tmp_path: Path) -> None:
+    files = [tmp_path / "a-network.template.json", tmp_path / "a-storage.template.json"]
+    cmd = run_checkov.command(files)
+    assert not {a.split("=", 1)[0] for a in cmd} & run_checkov.FORBIDDEN_OPTIONS
+    assert cmd[cmd.index("--framework") + 1] == "cloudformation"
+    assert "--skip-download" in cmd
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "--file"] == [str(f) for f in files]
+
+    monkeypatch.setenv("CKV_SKIP_CHECK", "CKV_AWS_18")
+    monkeypatch.setenv("BC_API_KEY", "not-a-key")
+    env = run_checkov.environment(tmp_path)
+    assert "CKV_SKIP_CHECK" not in env and "BC_API_KEY" not in env
+    assert env["BC_SKIP_MAPPING"] == "TRUE" and env["CKV_SKIP_PACKAGE_UPDATE_CHECK"] == "true"
+    assert env["HOME"] == str(tmp_path)
+
+
+def test_only_stack_templates_are_scanned(tmp_path: Path) -> None:
+    for name in ("a-net.template.json", "stage/b-net.template.json", "asset.123/x.template.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("{}")
+    (tmp_path / "manifest.json").write_text("{}")
+    assert [p.relative_to(tmp_path).as_posix() for p in run_checkov.templates(tmp_path)] == [
+        "a-net.template.json",
+        "stage/b-net.template.json",
+    ]
+
+
+# -- skip_check and the aspect, on a small app -----------------------------------------------
+
+REASON = "The bucket only receives test objects in this unit test, nothing else."
+
+
+def _stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Test", env=cdk.Environment(account="123456789012", region="us-west-2"))  # fmt: skip
+
+
+def test_skip_check_adds_to_the_metadata_already_there() -> None:
+    bucket = s3.CfnBucket(_stack(), "Bucket")
+    bucket.add_metadata("cdk_nag", {"rules_to_suppress": []})
+    skip_check(bucket, "CKV_AWS_18", REASON)
+    skip_check(bucket, "CKV2_AWS_6", "Public access is blocked by the account-level setting.")
+    skip_check(bucket, "CKV_AWS_18", REASON)  # the same skip again changes nothing
+    assert bucket.get_metadata("cdk_nag") == {"rules_to_suppress": []}
+    assert skipped_checks(bucket) == {
+        "CKV_AWS_18": REASON,
+        "CKV2_AWS_6": "Public access is blocked by the account-level setting.",
+    }
+
+
+@pytest.mark.parametrize(
+    ("check_id", "comment", "message"),
+    [
+        ("CKV_AWS_18", "too short", "at least 20 characters"),
+        ("CKV_AWS_18", "   padded but short     ", "at least 20 characters"),
+        ("BC_AWS_S3_13", REASON, "not a checkov check id"),
+        ("CKV_AWS_18,CKV_AWS_21", REASON, "not a checkov check id"),
+    ],
+)
+def test_skip_check_rejects_a_skip_without_a_reason_or_id(check_id, comment, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        skip_check(s3.CfnBucket(_stack(), "Bucket"), check_id, comment)
+
+
+def test_skip_check_rejects_a_second_reason_for_one_check() -> None:
+    bucket = s3.CfnBucket(_stack(), "Bucket")
+    skip_check(bucket, "CKV_AWS_18", REASON)
+    with pytest.raises(ValueError, match="already skipped"):
+        skip_check(bucket, "CKV_AWS_18", "Another reason, which would hide the first one.")
+
+
+@pytest.fixture(scope="module")
+def small_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """A stack with a skipped bucket check, CDK's auto-delete handler and look-alikes of ours."""
+    outdir = tmp_path_factory.mktemp("checkov-small")
+    code = tmp_path_factory.mktemp("handler")
+    (code / "index.js").write_text("exports.handler = async () => ({});\n")
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Small", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    bucket = s3.Bucket(
+        stack, "Bucket", auto_delete_objects=True, removal_policy=cdk.RemovalPolicy.DESTROY
+    )
+    cfn_bucket = bucket.node.default_child
+    assert isinstance(cfn_bucket, cdk.CfnResource)
+    skip_check(cfn_bucket, "CKV_AWS_18", REASON)
+    # our own functions, named like CDK's: the aspect must leave them alone
+    lambda_.Function(
+        stack,
+        "Handler",
+        runtime=lambda_.Runtime.NODEJS_22_X,
+        handler="index.handler",
+        code=lambda_.Code.from_asset(str(code)),
+    )
+    cdk.CustomResourceProvider.get_or_create_provider(
+        stack,
+        "Custom::OurProvider",
+        code_directory=str(code),
+        runtime=cdk.CustomResourceProviderRuntime.NODEJS_22_X,
+    )
+    cdk.Aspects.of(stack).add(FrameworkCheckovSkips(), priority=cdk.AspectPriority.READONLY)
+    app.synth()
+    return outdir, json.loads((outdir / "Small.template.json").read_text())
+
+
+def _logical_id(template: dict[str, Any], resource_type: str, prefix: str) -> str:
+    (found,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == resource_type and k.startswith(prefix)
+    ]
+    return found
+
+
+def test_the_aspect_skips_only_cdk_framework_functions(small_app) -> None:
+    _, template = small_app
+    functions = {
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::Function"
+    }
+    auto_delete = _logical_id(template, "AWS::Lambda::Function", "CustomS3AutoDeleteObjects")
+    assert len(functions) == 3  # ours, our provider's, CDK's auto-delete handler
+    assert {lid for (lid, _) in _metadata_skips(template)} & functions == {auto_delete}
+
+
+def test_checkov_honours_a_metadata_skip_and_its_reason(small_app, checkov: CheckovRun) -> None:
+    outdir, template = small_app
+    bucket = f"AWS::S3::Bucket.{_logical_id(template, 'AWS::S3::Bucket', 'Bucket')}"
+    ours = f"AWS::Lambda::Function.{_logical_id(template, 'AWS::Lambda::Function', 'Handler')}"
+    report = checkov(outdir)
+    skipped = {(f.resource, f.check_id): f.comment for f in report.skipped}
+    failed = {(f.resource, f.check_id) for f in report.failed}
+    assert skipped[(bucket, "CKV_AWS_18")] == REASON
+    assert (bucket, "CKV_AWS_18") not in failed
+    # what is not skipped still fails: our own function is not in a VPC
+    assert (ours, "CKV_AWS_117") in failed
