@@ -13,6 +13,8 @@ CDK_ARGS ?=
 PYTEST_ARGS ?=
 # extra arguments for preflight/status (e.g. OPS_ARGS='--profile prod')
 OPS_ARGS ?=
+# extra arguments for bench (e.g. BENCH_ARGS='--skip-tests --runs 5')
+BENCH_ARGS ?=
 
 VENV_PY := .venv/bin/python
 # PATH: node_modules/.bin (pinned cdk CLI + pinned Node LTS), then .venv/bin
@@ -21,7 +23,7 @@ CDK := $(WITH_ENV) cdk
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status
+        distclean lifecycle-dry-run preflight status bench
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -61,6 +63,9 @@ preflight: bootstrap-python ## read-only checks of the target account for CONFIG
 
 status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, failed nodes, logs, how to reach it
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status $(CONFIG) $(OPS_ARGS)
+
+bench: bootstrap ## synth, test-suite and first-deploy critical-path figures (BENCH_ARGS='--skip-tests')
+	@$(WITH_ENV) $(VENV_PY) scripts/bench.py $(BENCH_ARGS)
 
 lifecycle-dry-run: NODE ?= compute
 lifecycle-dry-run: bootstrap-python ## run the lifecycle entry script on a fake node: NODE=controller|login|compute|eks
