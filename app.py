@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The CDK app: ``cdk synth -c config=path/to/environment.yaml`` (or ``python app.py [CONFIG]``).
 
-Reads the config once and validates it before the CDK starts: an invalid
-config prints one ``config error:`` line per problem on stderr (no traceback)
-and exits 2. Nothing below this file reads context or environment variables.
+An environment file gives the stacks of one environment; a pipeline file (one with a
+``pipeline`` key) gives the delivery pipeline in its tooling account, with one Stage per
+environment. Reads the config once and validates it before the CDK starts (a pipeline file's
+stage configs too): an invalid config prints one ``config error:`` line per problem on stderr
+(no traceback) and exits 2. Nothing below this file reads context or environment variables.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import os
 import sys
 from pathlib import Path
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig
-from hyperpod_cdk.config.loader import validate_file
+from hyperpod_cdk.config import ConfigError, PipelineFileConfig
+from hyperpod_cdk.config.loader import load_stages, validate_file
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 DEFAULT_CONFIG = "config/default.yaml"
@@ -28,25 +30,32 @@ def config_path(argv: list[str]) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    path = config_path(argv)
     try:
-        config, warnings = validate_file(config_path(argv), PROJECT_ROOT)
+        config, warnings = validate_file(path, PROJECT_ROOT)
+        # a pipeline's stage configs: validated above, read here to build them
+        stages = (
+            load_stages(config, path, PROJECT_ROOT)[0]
+            if isinstance(config, PipelineFileConfig)
+            else []
+        )
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)
         return 2
-    if not isinstance(config, EnvironmentConfig):
-        print("config error: pipeline: this file describes a pipeline, which the app does not build yet",
-              file=sys.stderr)  # fmt: skip
-        return 2
     for warning in warnings:
         print(warning, file=sys.stderr)
-    if config.account is None and os.environ.get("CDK_DEFAULT_ACCOUNT"):
-        config = config.model_copy(update={"account": os.environ["CDK_DEFAULT_ACCOUNT"]})
 
     # The CDK (and its JavaScript runtime) starts only for a valid config.
-    from stacks.app_builder import build_app
+    from stacks.app_builder import build_app, build_pipeline_app
 
-    app, _ = build_app(config, project_root=PROJECT_ROOT)
+    if isinstance(config, PipelineFileConfig):
+        # every stage names its account: CDK_DEFAULT_ACCOUNT (the tooling account) is no default
+        app, _ = build_pipeline_app(config, stages, pipeline_file=path, project_root=PROJECT_ROOT)
+    else:
+        if config.account is None and os.environ.get("CDK_DEFAULT_ACCOUNT"):
+            config = config.model_copy(update={"account": os.environ["CDK_DEFAULT_ACCOUNT"]})
+        app, _ = build_app(config, project_root=PROJECT_ROOT)
     app.synth()
     return 0
 

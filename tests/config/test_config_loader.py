@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from config_testkit import DELETE, PIPELINE_BASE, build
+from config_testkit import DELETE, build
 from pydantic import ValidationError
 
 from hyperpod_cdk.config import (
@@ -144,13 +144,13 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_load_environment_refuses_a_pipeline_file(tmp_path: Path) -> None:
-    import yaml
+    from pipeline_config_testkit import project, write_pipeline
 
-    path = tmp_path / "pipeline.yaml"
-    path.write_text(yaml.safe_dump(PIPELINE_BASE))
-    assert isinstance(load_config(path, tmp_path), PipelineFileConfig)
+    root = project(tmp_path)
+    path = write_pipeline(root)  # with its stage configs, which a pipeline file's load reads
+    assert isinstance(load_config(path, root), PipelineFileConfig)
     with pytest.raises(ConfigError) as info:
-        load_environment(path, tmp_path)
+        load_environment(path, root)
     assert [i.path for i in info.value.issues] == ["pipeline"]
 
 

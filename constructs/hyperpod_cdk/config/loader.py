@@ -24,6 +24,15 @@ from hyperpod_cdk.config.models import (
     PipelineFileConfig,
     dotted,
 )
+from hyperpod_cdk.config.pipeline import (
+    LoadedStage,
+    check_pipeline_file,
+    check_stage_environment,
+    check_stages,
+    in_stage,
+    outside_project,
+    stage_path,
+)
 from hyperpod_cdk.config.rules import Issue, check_environment
 
 
@@ -192,7 +201,9 @@ def validate(
 ) -> tuple[EnvironmentConfig | PipelineFileConfig, list[Issue]]:
     """The config in a loaded YAML mapping and its warnings, or ConfigError with every problem.
 
-    The pipeline model when the mapping has ``pipeline``, else an environment.
+    The pipeline model when the mapping has ``pipeline``, else an environment. A pipeline
+    mapping alone is checked for its own keys only: its stages are files relative to the
+    pipeline file, which :func:`validate_file` (or :func:`load_stages`) reads and checks.
     """
     root: type[EnvironmentConfig] | type[PipelineFileConfig] = (
         PipelineFileConfig if "pipeline" in data else EnvironmentConfig
@@ -219,10 +230,71 @@ def parse(
 def validate_file(
     path: str | Path, project_root: str | Path | None = None
 ) -> tuple[EnvironmentConfig | PipelineFileConfig, list[Issue]]:
-    """Read and validate ``path``: the config and its warnings. ``project_root`` as in load_config."""
+    """Read and validate ``path``: the config and its warnings. ``project_root`` as in load_config.
+
+    For a pipeline file, each stage's environment config is read and validated too.
+    """
     path = Path(path)
     root = Path(project_root) if project_root is not None else Path.cwd()
-    return validate(read_yaml(path), root, str(path))
+    cfg, warnings = validate(read_yaml(path), root, str(path))
+    if isinstance(cfg, PipelineFileConfig):
+        warnings = load_stages(cfg, path, root)[1]
+    return cfg, warnings
+
+
+def load_stages(
+    cfg: PipelineFileConfig, pipeline_file: str | Path, project_root: str | Path | None = None
+) -> tuple[list[LoadedStage], list[Issue]]:
+    """Each stage's environment config, read relative to ``pipeline_file``, and the warnings;
+    or ConfigError with every problem of every stage, each at ``pipeline.stages[i]...``.
+
+    ``project_root`` (default: the cwd) is the repository the pipeline checks out: the pipeline
+    file and every stage config must be inside it, and it resolves ``lifecycle_scripts``.
+    """
+    pipeline_file = Path(pipeline_file)
+    root = Path(project_root) if project_root is not None else Path.cwd()
+    issues = check_pipeline_file(cfg, pipeline_file, root)
+    loaded: list[tuple[int, LoadedStage]] = []
+    for index, stage in enumerate(cfg.pipeline.stages):
+        path = (pipeline_file.parent / stage.config).resolve()
+        if not path.is_file():
+            issues.append(
+                Issue(
+                    stage_path(index),
+                    f"{stage.config!r} is not a file ({path}); stage config paths are relative "
+                    "to the pipeline file",
+                )
+            )
+            continue
+        if outside_project(path, root):
+            issues.append(
+                Issue(
+                    stage_path(index),
+                    f"{stage.config!r} is outside the project ({root.resolve()}); the pipeline "
+                    "synthesizes from its checkout of the repository: keep stage configs in it",
+                )
+            )
+            continue
+        try:
+            env, env_warnings = validate(read_yaml(path), root, str(path))
+        except ConfigError as exc:
+            issues += [in_stage(index, stage, i, path) for i in [*exc.issues, *exc.warnings]]
+            continue
+        if not isinstance(env, EnvironmentConfig):
+            issues.append(
+                Issue(
+                    stage_path(index),
+                    f"{stage.config!r} is a pipeline file; a stage needs an environment config",
+                )
+            )
+            continue
+        issues += [in_stage(index, stage, i) for i in env_warnings]
+        issues += check_stage_environment(index, stage, env)
+        loaded.append((index, LoadedStage(stage, env, path)))
+    issues += check_stages(loaded)
+    if any(i.severity == "error" for i in issues):
+        raise ConfigError(issues, str(pipeline_file))
+    return [stage for _, stage in loaded], issues
 
 
 def load_config(

@@ -1,0 +1,154 @@
+"""The stages of a pipeline file: each one's environment config, and the rules across stages.
+
+A pipeline file names one environment config per stage, by a path relative to
+the pipeline file. :func:`hyperpod_cdk.config.loader.load_stages` reads and
+validates them; the rules here are what no single file can show: where the
+files are, and which stages would deploy over each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperpod_cdk.config.models import EnvironmentConfig, PipelineFileConfig, PipelineStage
+from hyperpod_cdk.config.rules import Issue
+
+# Stages CDK Pipelines adds to the CodePipeline itself; CodePipeline stage names are unique.
+RESERVED_STAGE_NAMES = ("Source", "Build", "UpdatePipeline", "Assets")
+
+
+@dataclass(frozen=True)
+class LoadedStage:
+    """One stage of a pipeline file with its environment config, read and validated."""
+
+    stage: PipelineStage
+    config: EnvironmentConfig
+    path: Path
+    """The stage's environment config file (resolved)."""
+
+    @property
+    def name(self) -> str:
+        """The stage name: the CDK Stage id and the prefix of its stack names."""
+        return self.stage.name
+
+
+def stage_path(index: int) -> str:
+    """``pipeline.stages[1].config``: the key every problem of a stage's file is reported at."""
+    return f"pipeline.stages[{index}].config"
+
+
+def in_stage(index: int, stage: PipelineStage, issue: Issue, file: Path | None = None) -> Issue:
+    """A problem of a stage's environment file, reported at the stage that names the file:
+    ``pipeline.stages[1].config: prod.yaml: storage.fsx...: <problem>``. A problem of the whole
+    ``file`` (unreadable, not YAML) has no key of its own."""
+    where = "" if file is not None and issue.path == str(file) else f"{issue.path}: "
+    return Issue(stage_path(index), f"{stage.config}: {where}{issue.message}", issue.severity)
+
+
+def outside_project(path: Path, project_root: Path) -> bool:
+    """True when ``path`` is not inside the project (the repository the pipeline checks out)."""
+    return not path.resolve().is_relative_to(project_root.resolve())
+
+
+def check_pipeline_file(
+    cfg: PipelineFileConfig, pipeline_file: Path, project_root: Path
+) -> list[Issue]:
+    """Problems of the pipeline file's place and its stage names, before any stage is read."""
+    issues: list[Issue] = []
+    if outside_project(pipeline_file, project_root):
+        issues.append(
+            Issue(
+                str(pipeline_file),
+                f"is outside the project ({project_root.resolve()}); the pipeline's synth step "
+                "reads the pipeline file from its checkout of the repository: keep it in the project",
+            )
+        )
+    for index, stage in enumerate(cfg.pipeline.stages):
+        if stage.name in RESERVED_STAGE_NAMES:
+            issues.append(
+                Issue(
+                    f"pipeline.stages[{index}].name",
+                    f"{stage.name!r} is a stage CDK Pipelines adds itself "
+                    f"({', '.join(RESERVED_STAGE_NAMES)}); choose another name",
+                )
+            )
+        if stage.name == pipeline_stack_id(cfg):
+            issues.append(
+                Issue(
+                    f"pipeline.stages[{index}].name",
+                    f"{stage.name!r} is the id of the pipeline's own stack; choose another name",
+                )
+            )
+    return issues
+
+
+def pipeline_stack_id(cfg: PipelineFileConfig) -> str:
+    """The id (and stack name) of the pipeline stack: ``<name>-pipeline``."""
+    return f"{cfg.name}-pipeline"
+
+
+def check_stage_environment(
+    index: int, stage: PipelineStage, config: EnvironmentConfig
+) -> list[Issue]:
+    """What a valid environment file still needs to be deployed by a pipeline stage."""
+    if config.account is None:
+        return [
+            in_stage(
+                index,
+                stage,
+                Issue(
+                    "account",
+                    "required key is missing; a pipeline stage deploys to the account its config "
+                    "names (CDK Pipelines needs a concrete account; the tooling account's "
+                    "credentials are no default for it)",
+                ),
+            )
+        ]
+    return []
+
+
+def check_stages(stages: Sequence[tuple[int, LoadedStage]]) -> list[Issue]:
+    """Stages that would deploy over each other: the same environment or cluster name in one
+    account and region (resource names, the HyperPod cluster and the EKS cluster derive from them).
+
+    ``stages`` pairs each loaded stage with its index in ``pipeline.stages``.
+    """
+    issues: list[Issue] = []
+    seen_names: dict[tuple[str | None, str, str], str] = {}
+    seen_clusters: dict[tuple[str | None, str, str], str] = {}
+    for index, loaded in stages:
+        config = loaded.config
+        where = f"account {config.account}, {config.region}"
+        name_key = (config.account, config.region, config.name)
+        cluster_key = (config.account, config.region, config.cluster_name)
+        if name_key in seen_names:
+            issues.append(
+                in_stage(
+                    index,
+                    loaded.stage,
+                    Issue(
+                        "name",
+                        f"{config.name!r} in {where} is also the environment of stage "
+                        f"{seen_names[name_key]!r}; the two would deploy the same resources: give "
+                        "one stage another name, account or region",
+                    ),
+                )
+            )
+        elif cluster_key in seen_clusters:
+            issues.append(
+                in_stage(
+                    index,
+                    loaded.stage,
+                    Issue(
+                        "cluster.name",
+                        f"{config.cluster_name!r} in {where} is also the HyperPod cluster of stage "
+                        f"{seen_clusters[cluster_key]!r}; cluster names are unique per account and "
+                        "region: give one cluster another name",
+                    ),
+                )
+            )
+        seen_names.setdefault(name_key, loaded.name)
+        seen_clusters.setdefault(cluster_key, loaded.name)
+    return issues
