@@ -1,12 +1,18 @@
 """hyperpod_cdk: AWS CDK constructs for a complete Amazon SageMaker HyperPod environment.
 
 The constructs take real CDK objects (``ec2.IVpc``, ``ec2.ISubnet``,
-``ec2.ISecurityGroup``, a :class:`FileSystemHandle`) so a platform team can
-compose them with its own resources; the typed config models describe a whole
-environment from one YAML file.
+``ec2.ISecurityGroup``, ``kms.IKey``, ``s3.IBucket``, a :class:`FileSystemHandle`)
+so a platform team can compose them with its own resources, or adopt existing
+ones; the typed config models describe a whole environment (or one section of
+it) and validate it with messages that name the key.
 
-Names are imported on first use, so ``hyperpod_cdk.config`` (validation)
-loads without starting the CDK's JavaScript runtime.
+Everything listed in ``__all__`` can be imported from here::
+
+    from hyperpod_cdk import ClusterConfig, HyperPodCluster, LustreFileSystem
+
+Names are imported on first use, so the config models and the loader
+(``hyperpod_cdk.EnvironmentConfig``, ``hyperpod_cdk.load_environment``) load
+without starting the CDK's JavaScript runtime.
 """
 
 from __future__ import annotations
@@ -14,45 +20,126 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Public name -> the module that defines it.
 _EXPORTS = {
+    # network
+    "EfaSecurityGroup": "hyperpod_cdk.network",
+    "HyperPodNetwork": "hyperpod_cdk.network",
+    # storage
+    "DataBucket": "hyperpod_cdk.storage",
+    "DataRepositoryAssociations": "hyperpod_cdk.storage",
+    "FileSystemHandle": "hyperpod_cdk.storage",
+    "LustreFileSystem": "hyperpod_cdk.storage",
+    # IAM
+    "ClusterAutoScalingRole": "hyperpod_cdk.iam",
+    "ExecutionRole": "hyperpod_cdk.iam",
+    "RolePath": "hyperpod_cdk.iam.aspects",
+    # the HyperPod cluster
     "AccountingDatabaseRef": "hyperpod_cdk.cluster",
     "HyperPodCluster": "hyperpod_cdk.cluster",
     "LifecycleRef": "hyperpod_cdk.cluster",
     "LifecycleScripts": "hyperpod_cdk.cluster",
     "SlurmAccountingDatabase": "hyperpod_cdk.cluster",
-    "ConfigError": "hyperpod_cdk.config",
+    # EKS orchestration
+    "AdoptedEksCluster": "hyperpod_cdk.eks.cluster",
+    "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
+    "HyperPodEksAddons": "hyperpod_cdk.eks.addons",
+    "HyperPodEksCluster": "hyperpod_cdk.eks.cluster",
+    # log encryption
+    "EncryptLogGroups": "hyperpod_cdk.log_encryption",
+    "LogsKey": "hyperpod_cdk.log_encryption",
+    # compliance
+    "HyperPodChecks": "hyperpod_cdk.checks",
+    "acknowledge": "hyperpod_cdk.nag",
+    "register_compliance_packs": "hyperpod_cdk.nag",
+    # config: models
+    "AutoPatch": "hyperpod_cdk.config",
+    "ClusterConfig": "hyperpod_cdk.config",
+    "DataRepositoryAssociation": "hyperpod_cdk.config",
+    "EksAddons": "hyperpod_cdk.config.models",
+    "EksConfig": "hyperpod_cdk.config",
+    "EksDependencies": "hyperpod_cdk.config.models",
     "EnvironmentConfig": "hyperpod_cdk.config",
+    "FsxConfig": "hyperpod_cdk.config",
+    "IamConfig": "hyperpod_cdk.config",
+    "InstanceGroup": "hyperpod_cdk.config",
+    "NetworkConfig": "hyperpod_cdk.config",
+    "NodeSetup": "hyperpod_cdk.config.node_setup",
+    "PipelineConfig": "hyperpod_cdk.config",
+    "PipelineFileConfig": "hyperpod_cdk.config",
+    "PipelineStage": "hyperpod_cdk.config",
+    "ScheduledUpdate": "hyperpod_cdk.config",
+    "SlurmSettings": "hyperpod_cdk.config",
+    "StorageConfig": "hyperpod_cdk.config",
+    "Taint": "hyperpod_cdk.config",
+    "TieredStorageConfig": "hyperpod_cdk.config",
+    # config: loading and validation
+    "ConfigError": "hyperpod_cdk.config",
+    "Issue": "hyperpod_cdk.config",
+    "check_environment": "hyperpod_cdk.config",
     "load_config": "hyperpod_cdk.config",
     "load_environment": "hyperpod_cdk.config",
-    "ExecutionRole": "hyperpod_cdk.iam",
-    "EfaSecurityGroup": "hyperpod_cdk.network",
-    "HyperPodNetwork": "hyperpod_cdk.network",
-    "DataBucket": "hyperpod_cdk.storage",
-    "DataRepositoryAssociations": "hyperpod_cdk.storage",
-    "FileSystemHandle": "hyperpod_cdk.storage",
-    "LustreFileSystem": "hyperpod_cdk.storage",
+    "parse": "hyperpod_cdk.config",
+    "validate": "hyperpod_cdk.config",
+    "validate_file": "hyperpod_cdk.config",
 }
 
 __all__ = [
     "AccountingDatabaseRef",
+    "AdoptedEksCluster",
+    "AutoPatch",
+    "ClusterAutoScalingRole",
+    "ClusterConfig",
     "ConfigError",
     "DataBucket",
+    "DataRepositoryAssociation",
     "DataRepositoryAssociations",
     "EfaSecurityGroup",
+    "EksAddons",
+    "EksConfig",
+    "EksDependencies",
+    "EncryptLogGroups",
     "EnvironmentConfig",
     "ExecutionRole",
     "FileSystemHandle",
+    "FsxConfig",
+    "HyperPodChecks",
     "HyperPodCluster",
+    "HyperPodDependencies",
+    "HyperPodEksAddons",
+    "HyperPodEksCluster",
     "HyperPodNetwork",
+    "IamConfig",
+    "InstanceGroup",
+    "Issue",
     "LifecycleRef",
     "LifecycleScripts",
+    "LogsKey",
     "LustreFileSystem",
+    "NetworkConfig",
+    "NodeSetup",
+    "PipelineConfig",
+    "PipelineFileConfig",
+    "PipelineStage",
+    "RolePath",
+    "ScheduledUpdate",
     "SlurmAccountingDatabase",
+    "SlurmSettings",
+    "StorageConfig",
+    "Taint",
+    "TieredStorageConfig",
+    "acknowledge",
+    "check_environment",
     "load_config",
     "load_environment",
+    "parse",
+    "register_compliance_packs",
+    "validate",
+    "validate_file",
 ]
 
 if TYPE_CHECKING:
+    from hyperpod_cdk.checks import HyperPodChecks
     from hyperpod_cdk.cluster import (
         AccountingDatabaseRef,
         HyperPodCluster,
@@ -60,8 +147,42 @@ if TYPE_CHECKING:
         LifecycleScripts,
         SlurmAccountingDatabase,
     )
-    from hyperpod_cdk.config import ConfigError, EnvironmentConfig, load_config, load_environment
-    from hyperpod_cdk.iam import ExecutionRole
+    from hyperpod_cdk.config import (
+        AutoPatch,
+        ClusterConfig,
+        ConfigError,
+        DataRepositoryAssociation,
+        EksConfig,
+        EnvironmentConfig,
+        FsxConfig,
+        IamConfig,
+        InstanceGroup,
+        Issue,
+        NetworkConfig,
+        PipelineConfig,
+        PipelineFileConfig,
+        PipelineStage,
+        ScheduledUpdate,
+        SlurmSettings,
+        StorageConfig,
+        Taint,
+        TieredStorageConfig,
+        check_environment,
+        load_config,
+        load_environment,
+        parse,
+        validate,
+        validate_file,
+    )
+    from hyperpod_cdk.config.models import EksAddons, EksDependencies
+    from hyperpod_cdk.config.node_setup import NodeSetup
+    from hyperpod_cdk.eks.addons import HyperPodEksAddons
+    from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster
+    from hyperpod_cdk.eks.dependencies import HyperPodDependencies
+    from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
+    from hyperpod_cdk.iam.aspects import RolePath
+    from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey
+    from hyperpod_cdk.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork
     from hyperpod_cdk.storage import (
         DataBucket,
@@ -75,4 +196,10 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'hyperpod_cdk' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -21,6 +21,9 @@ from constructs import Construct, IConstruct
 class LogsKey(Construct):
     """A rotating KMS key that CloudWatch Logs of this account and region may use.
 
+    To use an existing key instead, pass it (a ``kms.IKey``) where ``LogsKey.key``
+    would go (``HyperPodNetwork(logs_key=...)``, :class:`EncryptLogGroups`).
+
     :param removal_policy: RETAIN (default) keeps the key when its stack is deleted, so the
         retained log groups stay readable; DESTROY schedules its deletion.
     """
@@ -70,6 +73,9 @@ class EncryptLogGroups:
 
     Add it to each stack that may hold log groups:
     ``cdk.Aspects.of(stack).add(EncryptLogGroups(logs_key.key))``.
+
+    :param key: the key (a :class:`LogsKey`'s ``key`` or any ``kms.IKey`` whose
+        policy lets CloudWatch Logs use it).
     """
 
     def __init__(self, key: kms.IKey) -> None:

@@ -37,14 +37,22 @@ def nag_account(scope: IConstruct) -> str:
     return "<AWS::AccountId>" if cdk.Token.is_unresolved(account) else account
 
 
-def nag_partition(scope: IConstruct) -> str:
-    """The partition as cdk-nag writes it: literal when the region is known."""
+def nag_region(scope: IConstruct) -> str:
+    """The region as cdk-nag writes it in finding ids: the name, or ``<AWS::Region>``."""
     region = cdk.Stack.of(scope).region
-    if cdk.Token.is_unresolved(region):
-        return "<AWS::Partition>"
-    if region.startswith("cn-"):
-        return "aws-cn"
-    return "aws-us-gov" if region.startswith("us-gov-") else "aws"
+    return "<AWS::Region>" if cdk.Token.is_unresolved(region) else region
+
+
+def nag_partition(scope: IConstruct) -> str:
+    """The partition as cdk-nag writes it in finding ids of ARNs the stack formats.
+
+    That is ``Stack.partition``, which CDK makes a literal (``aws``, ``aws-cn``, ...) only when
+    the feature flag ``@aws-cdk/core:enablePartitionLiterals`` is on for the stack *and* its
+    region is known to CDK's region table; otherwise it is the ``AWS::Partition`` pseudo
+    parameter, which cdk-nag prints as ``<AWS::Partition>``.
+    """
+    partition = cdk.Stack.of(scope).partition
+    return "<AWS::Partition>" if cdk.Token.is_unresolved(partition) else partition
 
 
 def nag_ref(resource: cdk.CfnResource, attribute: str) -> str:

@@ -79,6 +79,14 @@ def synthesized_template_paths(scope: IConstruct) -> list[str]:
 class HyperPodChecks(cdk_nag.NagPack):
     """The project's own rules, always registered next to the configured cdk-nag packs.
 
+    :func:`hyperpod_cdk.nag.register_compliance_packs` registers it; to register it
+    yourself: ``cdk.Validations.of(app).add_plugins(HyperPodChecks())``.
+
+    :param scope: as for cdk-nag's packs; left out when registered on the App.
+    :param verbose: as for cdk-nag's packs (longer finding messages); cdk-nag's
+        default when left out.
+    :param write_suppressions_to_cloud_formation: as for cdk-nag's packs; cdk-nag's
+        default when left out.
     :param rules: the rules to run (default: all of :data:`hyperpod_cdk.checks.rules.RULES`).
     """
 

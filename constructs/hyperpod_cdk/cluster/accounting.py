@@ -39,11 +39,14 @@ class SlurmAccountingDatabase(Construct):
     ``removal_policy`` RETAIN it is deletion-protected and kept if it leaves
     the stack; with DESTROY it is deleted after a final snapshot.
 
-    :param vpc: the VPC.
+    To use an existing database instead, skip this construct and pass an
+    :class:`~hyperpod_cdk.cluster.AccountingDatabaseRef` to the cluster.
+
+    :param vpc: the VPC (created or adopted).
     :param subnets: private subnets in at least two AZs (an RDS subnet group spans two).
     :param clients: the security group of the nodes that connect.
-    :param instance_class: e.g. ``db.t4g.medium``.
-    :param multi_az: a synchronous standby in a second AZ.
+    :param instance_class: e.g. ``db.t4g.medium`` (the default when left out).
+    :param multi_az: a synchronous standby in a second AZ; False when left out.
     :param removal_policy: RETAIN (default) or DESTROY (final snapshot, then deleted).
     """
 

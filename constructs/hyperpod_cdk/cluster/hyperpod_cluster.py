@@ -18,7 +18,16 @@ _Props = sagemaker.CfnCluster
 
 @dataclass(frozen=True)
 class AccountingDatabaseRef:
-    """Where slurmdbd finds its database (``Orchestrator.Slurm.AccountingDatabase``)."""
+    """Where slurmdbd finds its database (``Orchestrator.Slurm.AccountingDatabase``).
+
+    A :class:`~hyperpod_cdk.cluster.SlurmAccountingDatabase`'s ``endpoint`` and
+    ``secret_arn``, or those of an existing MySQL database.
+
+    :param endpoint: the database's host name.
+    :param secret_arn: the Secrets Manager secret with ``username`` and ``password``;
+        the node role must be able to read it.
+    :param port: the MySQL port; 3306 when left out.
+    """
 
     endpoint: str
     secret_arn: str
@@ -27,7 +36,15 @@ class AccountingDatabaseRef:
 
 @dataclass(frozen=True)
 class LifecycleRef:
-    """The unpacked lifecycle scripts: an ``s3://bucket/prefix/`` URI and the entry file in it."""
+    """The unpacked lifecycle scripts: an ``s3://bucket/prefix/`` URI and the entry file in it.
+
+    A :class:`~hyperpod_cdk.cluster.LifecycleScripts`' ``source_s3_uri`` and
+    ``entry_script``, or scripts already in S3 (the execution role must be able
+    to read them).
+
+    :param source_s3_uri: e.g. ``s3://my-bucket/lifecycle/v3/``.
+    :param entry_script: the file HyperPod runs, relative to the prefix, e.g. ``entrypoint.sh``.
+    """
 
     source_s3_uri: str
     entry_script: str
@@ -66,18 +83,35 @@ class HyperPodCluster(Construct):
     ``Orchestrator.Eks`` with the given cluster ARN and per-group Kubernetes
     labels and taints.
 
+    Everything it needs is passed by reference, so each piece may be created
+    by this library, by your own constructs, or adopted: roles by ARN, the
+    scripts as any ``s3://`` prefix (:class:`LifecycleRef`), subnets and
+    security groups as ``ec2.ISubnet`` / ``ec2.ISecurityGroup``, the file
+    system as a :class:`~hyperpod_cdk.storage.FileSystemHandle`.
+
     :param config: the ``cluster`` section.
     :param cluster_name: the cluster name (create-only: a change replaces the cluster).
-    :param execution_role_arn: role of every group that does not name its own.
-    :param lifecycle: the lifecycle scripts the nodes run.
-    :param subnets: the HyperPod subnet of each AZ ID; ``main_az_id`` is the cluster's.
+    :param execution_role_arn: role of every group that names none
+        (``instance_groups[].execution_role_arn``, then ``config.execution_role_arn``
+        come first); e.g. an :class:`~hyperpod_cdk.iam.ExecutionRole`'s ``role.role_arn``.
+    :param lifecycle: the lifecycle scripts the nodes run (a
+        :class:`~hyperpod_cdk.cluster.LifecycleScripts` upload or an existing prefix).
+    :param subnets: the HyperPod subnet of each AZ ID: ``main_az_id``'s, plus one for
+        each AZ ID an instance group names in ``availability_zone_id``.
+    :param main_az_id: the AZ ID of the cluster's own subnet (a key of ``subnets``).
     :param security_groups: groups put on every node (each must allow EFA self traffic).
-    :param file_system: a Lustre file system HyperPod mounts on every node (Slurm).
-    :param accounting_database: an external Slurm accounting database.
-    :param eks_cluster_arn: the EKS cluster, for ``orchestrator: eks``.
+    :param file_system: a Lustre file system HyperPod mounts on every node (Slurm
+        only; EKS pods use the FSx CSI driver); none when left out.
+    :param accounting_database: an external Slurm accounting database (a
+        :class:`~hyperpod_cdk.cluster.SlurmAccountingDatabase` or an existing one);
+        none when left out.
+    :param eks_cluster_arn: the EKS cluster, for ``orchestrator: eks``; when left
+        out the cluster is orchestrated by Slurm.
     :param cluster_role_arn: the role HyperPod assumes to scale the cluster
         (Karpenter autoscaling); default ``config.cluster_role_arn``.
-    :param depends_on: what must exist before the cluster (the lifecycle upload).
+    :param tags: tags of the cluster resource; none when left out.
+    :param depends_on: what must exist before the cluster (the lifecycle upload,
+        the role's policies); none when left out.
     """
 
     def __init__(

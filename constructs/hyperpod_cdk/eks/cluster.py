@@ -125,11 +125,23 @@ class HyperPodEksCluster(Construct):
 
     Use :class:`AdoptedEksCluster` for a cluster that already exists.
 
-    :param kubernetes_version: ``1.30`` .. ``1.35``.
-    :param endpoint_access: ``private``, ``public_and_private`` or ``public``.
+    :param vpc: the VPC (created or adopted).
+    :param subnets: the control-plane subnets, in at least two AZs; the kubectl
+        handler runs there too.
+    :param security_groups: the first is the control plane's security group (the
+        HyperPod node group, so nodes and control plane reach each other); the
+        others let the control plane in. When left out, EKS creates a group.
+    :param kubernetes_version: ``1.30`` .. ``1.35``; ``1.35`` when left out.
+    :param cluster_name: the EKS cluster name; a generated one when left out.
+    :param endpoint_access: ``private`` (default), ``public_and_private`` or ``public``.
     :param public_access_cidrs: networks allowed to reach a public endpoint;
         empty means everywhere (EKS's default).
     :param logging: control-plane log types (all five by default).
+    :param admin_principal_arns: IAM roles or users given a cluster-admin access
+        entry; none when left out.
+    :param secrets_key: the KMS key of the envelope encryption of Kubernetes
+        secrets (an existing ``kms.IKey``); a new rotating key when left out.
+    :param removal_policy: DESTROY (default) deletes the cluster with the stack.
     """
 
     def __init__(
@@ -278,11 +290,17 @@ class AdoptedEksCluster(Construct):
     which must reach the cluster's endpoint anyway.
 
     :param cluster_arn: the cluster's ARN.
+    :param vpc: the cluster's VPC (created or adopted).
+    :param kubectl_subnets: private subnets the kubectl handler runs in; they
+        must reach the cluster's API endpoint.
+    :param kubectl_security_groups: security groups of the kubectl handler; the
+        cluster's endpoint must let them in.
     :param kubectl_role_arn: the handler's execution role, trusted by
         ``lambda.amazonaws.com``, that already has a cluster-admin access
         entry. When ``None`` the handler gets a new role and this construct
         gives it a cluster-admin access entry (no manual step).
-    :param kubernetes_version: the cluster's version (picks the kubectl layer).
+    :param kubernetes_version: the cluster's version (picks the kubectl layer);
+        ``1.35`` when left out.
     """
 
     def __init__(

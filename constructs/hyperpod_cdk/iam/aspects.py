@@ -10,7 +10,12 @@ from constructs import IConstruct
 
 @jsii.implements(cdk.IAspect)
 class RolePath:
-    """Sets the IAM path of every role in the scope, including the roles of CDK's own custom resources."""
+    """Sets the IAM path of every role in the scope, including the roles of CDK's own custom resources.
+
+    ``cdk.Aspects.of(stack).add(RolePath("/ml-platform/"))``
+
+    :param path: the IAM path, e.g. ``/ml-platform/`` (starts and ends with ``/``).
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path

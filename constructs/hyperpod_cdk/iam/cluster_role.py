@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
 
 
 class ClusterAutoScalingRole(Construct):
@@ -17,7 +17,10 @@ class ClusterAutoScalingRole(Construct):
     grants for encrypted node volumes only through SageMaker (HyperPod user
     guide "Create an IAM role for HyperPod autoscaling with Karpenter").
 
-    :param role_path: IAM path of the role.
+    To use an existing role instead, pass its ARN to
+    :class:`~hyperpod_cdk.cluster.HyperPodCluster` (``cluster_role_arn``).
+
+    :param role_path: IAM path of the role; ``/`` when left out.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, role_path: str = "/") -> None:
@@ -55,7 +58,7 @@ class ClusterAutoScalingRole(Construct):
             ],
         )
         policy.attach_to_role(self.role)
-        where = f"{nag_partition(self)}:{{}}:{stack.region}:{nag_account(self)}"
+        where = f"{nag_partition(self)}:{{}}:{nag_region(self)}:{nag_account(self)}"
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::arn:{where.format('sagemaker')}:cluster/*]",

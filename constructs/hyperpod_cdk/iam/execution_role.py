@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref, nag_region
 
 # The AWS managed policy every HyperPod node role needs (HyperPod prerequisites,
 # "IAM role for SageMaker HyperPod").
@@ -30,12 +30,17 @@ class ExecutionRole(Construct):
 
     Use :meth:`grant_secret_read` for the accounting database secret.
 
+    To use an existing role instead, skip this construct and pass its ARN to
+    :class:`~hyperpod_cdk.cluster.HyperPodCluster` (``execution_role_arn``); it
+    needs the same permissions.
+
     :param vpc: the VPC of the nodes (scopes ENI deletion by ``ec2:Vpc``).
     :param subnets: the HyperPod subnets.
     :param security_groups: the groups put on the nodes.
-    :param mounts_fsx: grant ``fsx:DescribeFileSystems``.
-    :param role_path: IAM path of the role.
-    :param permissions_boundary: a managed policy set as permissions boundary.
+    :param mounts_fsx: grant ``fsx:DescribeFileSystems`` (True when left out).
+    :param role_path: IAM path of the role; ``/`` when left out.
+    :param permissions_boundary: a managed policy set as permissions boundary;
+        none when left out.
     """
 
     def __init__(
@@ -147,7 +152,7 @@ class ExecutionRole(Construct):
         )
         acknowledge(
             policy,
-            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ec2:{stack.region}:{nag_account(self)}"
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ec2:{nag_region(self)}:{nag_account(self)}"
             ":network-interface/*]",
             "HyperPod creates the node network interfaces, so their ids are unknown in advance; creation is "
             "limited to the HyperPod subnets and groups, and deletion to interfaces in this VPC.",
@@ -287,7 +292,7 @@ class ExecutionRole(Construct):
         for resource in ("instance", "network-interface"):
             acknowledge(
                 policy,
-                f"AwsSolutions-IAM5[Resource::arn:{nag_partition(stack)}:ec2:{stack.region}:"
+                f"AwsSolutions-IAM5[Resource::arn:{nag_partition(stack)}:ec2:{nag_region(stack)}:"
                 f"{nag_account(stack)}:{resource}/*]",
                 "The VPC CNI manages secondary IPs and interfaces of the HyperPod nodes, whose instance and "
                 "interface ids HyperPod assigns at launch; limited to this account and region.",

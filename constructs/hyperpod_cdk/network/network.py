@@ -58,13 +58,21 @@ class HyperPodNetwork(Construct):
     In both cases the construct creates the :class:`EfaSecurityGroup` of the
     nodes; ``network.security_group_ids`` are added beside it.
 
+    A VPC that is already an ``ec2.IVpc`` in your app (your own ``ec2.Vpc``, or
+    ``ec2.Vpc.from_vpc_attributes``) does not need this construct: give it, its
+    HyperPod subnet and an :class:`EfaSecurityGroup` to the other constructs.
+
     :param network: the ``network`` section of the config.
-    :param database_az_ids: AZ IDs of the database subnets to create (new VPC).
-    :param database_subnet_ids: adopted database subnets (adopted VPC).
-    :param eks_az_ids: AZ IDs of EKS control-plane subnets to create (new VPC).
-    :param eks_subnet_ids: adopted EKS control-plane subnets.
+    :param database_az_ids: AZ IDs of the database subnets to create (new VPC);
+        none when left out.
+    :param database_subnet_ids: adopted database subnets (adopted VPC); none
+        when left out.
+    :param eks_az_ids: AZ IDs of EKS control-plane subnets to create (new VPC);
+        none when left out.
+    :param eks_subnet_ids: adopted EKS control-plane subnets; none when left out.
     :param closed_network_endpoints: the interface endpoints a closed network
         gets (besides ``interface_endpoints``); add ``eks``, ``eks-auth`` for EKS.
+        When left out: the endpoints a Slurm cluster needs.
     :param logs_key: the KMS key of the flow logs (and, through
         :class:`~hyperpod_cdk.log_encryption.EncryptLogGroups`, of the environment's
         other log groups); default: a new :class:`~hyperpod_cdk.log_encryption.LogsKey`.

@@ -26,8 +26,16 @@ class EfaSecurityGroup(Construct):
     Make anything that needs these rules in place (the file system) depend on
     this construct: the rules are separate resources.
 
-    :param vpc: the VPC of the HyperPod subnet.
-    :param closed_network: no HTTP egress to the internet when True.
+    To use an existing group instead, skip this construct and pass your
+    ``ec2.ISecurityGroup`` to the other constructs; it must allow all traffic
+    from and to itself (the ``HyperPod-EfaSelfRules`` check verifies a group of
+    the app).
+
+    :param vpc: the VPC of the HyperPod subnet (created or adopted).
+    :param closed_network: no HTTP egress to the internet when True; False
+        (HTTP allowed, for distribution package mirrors) when left out.
+
+    :ivar security_group: the group, to put on the nodes and the file system.
     """
 
     def __init__(

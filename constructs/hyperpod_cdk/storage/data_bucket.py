@@ -92,8 +92,12 @@ class DataBucket(Construct):
     key policy lets the FSx service-linked roles of this account use the key
     through S3 for this bucket only, as FSx requires for an SSE-KMS repository.
 
-    :param removal_policy: RETAIN keeps the bucket (and its data) when the
-        stack is deleted; DESTROY empties and deletes both buckets (the app
+    The construct always creates the buckets and the key; to use an existing
+    bucket, pass it (an ``s3.IBucket``) to :class:`DataRepositoryAssociations`
+    instead.
+
+    :param removal_policy: RETAIN (default) keeps the bucket (and its data) when
+        the stack is deleted; DESTROY empties and deletes both buckets (the app
         passes DESTROY only when the config *and* a context flag ask for it).
     """
 

@@ -24,9 +24,12 @@ class DataRepositoryAssociations(Construct):
     the associations to boot. Each association is named after its file system
     path, so adding or removing one leaves the others untouched.
 
-    :param file_system_id: the Lustre file system.
+    :param file_system_id: the Lustre file system: a created one's
+        ``handle.file_system_id`` or an existing one's id.
     :param associations: the ``storage.fsx.data_repository_associations``.
-    :param data_bucket: the bucket that ``s3_prefix`` entries point into.
+    :param data_bucket: the bucket that ``s3_prefix`` entries point into (a
+        :class:`DataBucket`'s or any existing ``s3.IBucket``); needed only when
+        an association uses ``s3_prefix`` (``s3_uri`` entries name their bucket).
     """
 
     def __init__(

@@ -18,8 +18,16 @@ from hyperpod_cdk.config.models import FsxConfig
 class FileSystemHandle:
     """What a HyperPod cluster needs to mount a Lustre file system.
 
-    Values may be CloudFormation tokens (a file system of this app) or
-    literals (an adopted one).
+    This is how an existing file system is adopted: build the handle from its
+    attributes (or :meth:`from_config`) and pass it where a
+    :attr:`LustreFileSystem.handle` would go. Values may be CloudFormation
+    tokens (a file system of this app) or literals (an adopted one).
+
+    :param file_system_id: e.g. ``fs-0123456789abcdef0``.
+    :param dns_name: the file system's DNS name.
+    :param mount_name: its Lustre mount name (``aws fsx describe-file-systems``:
+        ``LustreConfiguration.MountName``).
+    :param mount_path: where the nodes mount it; ``/fsx`` when left out.
     """
 
     file_system_id: str
@@ -44,15 +52,24 @@ class LustreFileSystem(Construct):
     configuration. Every knob of ``storage.fsx`` is applied; the file system
     is encrypted with ``kms_key`` (a new rotating key when not given).
 
+    The construct always creates a file system; to use an existing one, skip
+    it and pass a :class:`FileSystemHandle` to the cluster instead.
+
     :param config: the ``storage.fsx`` section (a file system to create).
-    :param subnet: the HyperPod subnet: FSx takes exactly one subnet, and an
-        EFA-enabled file system must share its clients' AZ and /16.
-    :param security_groups: groups of the file system; the EFA group of the
-        nodes, so Lustre and EFA traffic flow within the group.
+    :param subnet: the HyperPod subnet (created or adopted): FSx takes exactly
+        one subnet, and an EFA-enabled file system must share its clients' AZ and /16.
+    :param security_groups: groups of the file system (created or adopted); the
+        EFA group of the nodes, so Lustre and EFA traffic flow within the group.
+    :param kms_key: the key that encrypts the file system (an existing
+        ``kms.IKey``); when left out, the key of ``config.kms_key_arn`` if set,
+        else a new rotating key that is retained with the data.
     :param depends_on: constructs that must exist first, e.g. the security
-        group rules (FSx fails with ``InvalidNetworkSettings`` without them).
+        group rules (FSx fails with ``InvalidNetworkSettings`` without them);
+        none when left out.
     :param removal_policy: RETAIN (default) keeps the file system and its data
         when the resource leaves the stack; DESTROY deletes it.
+
+    :ivar handle: the :class:`FileSystemHandle` to pass to :class:`~hyperpod_cdk.HyperPodCluster`.
     """
 
     def __init__(
