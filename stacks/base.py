@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
@@ -9,12 +10,29 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.models import IamConfig
 from hyperpod_cdk.iam.aspects import RolePath
 
 
 def output(scope: Construct, name: str, value: str, description: str) -> None:
     """A CloudFormation output of the stack of ``scope``."""
     cdk.CfnOutput(scope, name, value=value, description=description)
+
+
+def apply_account_settings(
+    stack: cdk.Stack, tags: Mapping[str, str], iam_config: IamConfig
+) -> None:
+    """Tag ``stack`` and every resource in it, and give every role it creates the config's
+    permissions boundary and role path (``iam``)."""
+    for key, value in tags.items():
+        cdk.Tags.of(stack).add(key, value)
+    if iam_config.permissions_boundary_arn:
+        boundary = iam.ManagedPolicy.from_managed_policy_arn(
+            stack, "PermissionsBoundary", iam_config.permissions_boundary_arn
+        )
+        iam.PermissionsBoundary.of(stack).apply(boundary)
+    if iam_config.role_path != "/":
+        cdk.Aspects.of(stack).add(RolePath(iam_config.role_path))
 
 
 class EnvironmentStack(cdk.Stack):
@@ -25,13 +43,6 @@ class EnvironmentStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
-        cdk.Tags.of(self).add("hyperpod-environment", config.name)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
-        if config.iam.permissions_boundary_arn:
-            boundary = iam.ManagedPolicy.from_managed_policy_arn(
-                self, "PermissionsBoundary", config.iam.permissions_boundary_arn
-            )
-            iam.PermissionsBoundary.of(self).apply(boundary)
-        if config.iam.role_path != "/":
-            cdk.Aspects.of(self).add(RolePath(config.iam.role_path))
+        apply_account_settings(
+            self, {"hyperpod-environment": config.name, **config.tags}, config.iam
+        )

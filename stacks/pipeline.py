@@ -27,7 +27,6 @@ from constructs import Construct, IConstruct
 from hyperpod_cdk.compliance import HIPAA, NIST, PCI, acknowledge_controls
 from hyperpod_cdk.config import EnvironmentConfig, PipelineFileConfig
 from hyperpod_cdk.config.pipeline import LoadedStage, pipeline_stack_id
-from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import (
     acknowledge,
     nag_account,
@@ -35,7 +34,7 @@ from hyperpod_cdk.nag import (
     nag_ref,
     write_acknowledgments_to_templates,
 )
-from stacks.base import output
+from stacks.base import apply_account_settings, output
 from stacks.environment import EnvironmentStacks, build_environment
 
 # The synth step's output: where `cdk synth` (the CLI's default --output) writes the assembly.
@@ -119,16 +118,7 @@ class PipelineStack(cdk.Stack):
             **kwargs,
         )
         self.config = config
-        cdk.Tags.of(self).add("hyperpod-pipeline", config.name)
-        for key, value in config.tags.items():
-            cdk.Tags.of(self).add(key, value)
-        if config.iam.permissions_boundary_arn:
-            boundary = iam.ManagedPolicy.from_managed_policy_arn(
-                self, "PermissionsBoundary", config.iam.permissions_boundary_arn
-            )
-            iam.PermissionsBoundary.of(self).apply(boundary)
-        if config.iam.role_path != "/":
-            cdk.Aspects.of(self).add(RolePath(config.iam.role_path))
+        apply_account_settings(self, {"hyperpod-pipeline": config.name, **config.tags}, config.iam)
 
         source = config.pipeline
         self.pipeline = pipelines.CodePipeline(
