@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from hyperpod_cdk.config import ConfigError, PipelineFileConfig
-from hyperpod_cdk.config.loader import load_stages, validate_file
+from hyperpod_cdk.config.loader import load_file
 
 PROJECT_ROOT = Path(__file__).resolve().parent
 DEFAULT_CONFIG = "config/default.yaml"
@@ -32,13 +32,8 @@ def config_path(argv: list[str]) -> Path:
 def main(argv: list[str]) -> int:
     path = config_path(argv)
     try:
-        config, warnings = validate_file(path, PROJECT_ROOT)
-        # a pipeline's stage configs: validated above, read here to build them
-        stages = (
-            load_stages(config, path, PROJECT_ROOT)[0]
-            if isinstance(config, PipelineFileConfig)
-            else []
-        )
+        # a pipeline file's stage configs are read and validated with it, once
+        config, stages, warnings = load_file(path, PROJECT_ROOT)
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)

@@ -234,12 +234,23 @@ def validate_file(
 
     For a pipeline file, each stage's environment config is read and validated too.
     """
+    cfg, _, warnings = load_file(path, project_root)
+    return cfg, warnings
+
+
+def load_file(
+    path: str | Path, project_root: str | Path | None = None
+) -> tuple[EnvironmentConfig | PipelineFileConfig, list[LoadedStage], list[Issue]]:
+    """Read and validate ``path`` once: the config, a pipeline file's loaded stages (none for an
+    environment file) and the warnings of both. ``project_root`` as in load_config."""
     path = Path(path)
     root = Path(project_root) if project_root is not None else Path.cwd()
     cfg, warnings = validate(read_yaml(path), root, str(path))
+    stages: list[LoadedStage] = []
     if isinstance(cfg, PipelineFileConfig):
-        warnings = load_stages(cfg, path, root)[1]
-    return cfg, warnings
+        stages, stage_warnings = load_stages(cfg, path, root)
+        warnings = [*warnings, *stage_warnings]
+    return cfg, stages, warnings
 
 
 def load_stages(
