@@ -90,11 +90,11 @@ _PASSES: Mapping[str, Callable[[lambda_.CfnFunction], bool]] = {
     "CKV_AWS_173": lambda f: f.environment is None or f.kms_key_arn is not None,
 }
 
-_DEPLOY_TIME_ONLY = (
+DEPLOY_TIME_ONLY = (
     "it runs only while CloudFormation deploys this stack, so reserved concurrency would only "
     "withhold capacity from the account's other functions"
 )
-_CUSTOM_RESOURCE_FAILURES = (
+CUSTOM_RESOURCE_FAILURES = (
     "it is a CloudFormation custom-resource handler: a failed invocation fails the stack "
     "operation and shows in the stack events and the function's log, so a DLQ would hold "
     "nothing to act on"
@@ -152,8 +152,8 @@ FRAMEWORK_FUNCTIONS: tuple[FrameworkFunction, ...] = (
         "BucketDeployment handler",
         _is_bucket_deployment_handler,
         {
-            "CKV_AWS_115": f"CDK's BucketDeployment handler: {_DEPLOY_TIME_ONLY}.",
-            "CKV_AWS_116": f"CDK's BucketDeployment handler: {_CUSTOM_RESOURCE_FAILURES}.",
+            "CKV_AWS_115": f"CDK's BucketDeployment handler: {DEPLOY_TIME_ONLY}.",
+            "CKV_AWS_116": f"CDK's BucketDeployment handler: {CUSTOM_RESOURCE_FAILURES}.",
             "CKV_AWS_117": "CDK's BucketDeployment handler only copies the lifecycle scripts from "
             "the CDK asset bucket to the lifecycle bucket through the S3 API, with its IAM role; "
             "it reaches nothing in the VPC.",
@@ -169,7 +169,7 @@ FRAMEWORK_FUNCTIONS: tuple[FrameworkFunction, ...] = (
             "CKV_AWS_115": "CDK's S3 auto-delete handler runs only when CloudFormation deletes "
             "its bucket; CustomResourceProvider has no concurrency setting, and reserved "
             "concurrency would only withhold capacity from the account's other functions.",
-            "CKV_AWS_116": f"CDK's S3 auto-delete handler: {_CUSTOM_RESOURCE_FAILURES} "
+            "CKV_AWS_116": f"CDK's S3 auto-delete handler: {CUSTOM_RESOURCE_FAILURES} "
             "(CustomResourceProvider has no DLQ setting).",
             "CKV_AWS_117": "CDK's S3 auto-delete handler only lists and deletes the objects of "
             "its bucket through the S3 API when the bucket is deleted; CustomResourceProvider "
@@ -181,9 +181,9 @@ FRAMEWORK_FUNCTIONS: tuple[FrameworkFunction, ...] = (
         _is_kubectl_function,
         {
             "CKV_AWS_115": "The kubectl handler of aws_eks_v2 (or its custom-resource framework "
-            f"function): {_DEPLOY_TIME_ONLY}.",
+            f"function): {DEPLOY_TIME_ONLY}.",
             "CKV_AWS_116": "The kubectl handler of aws_eks_v2 (or its custom-resource framework "
-            f"function): {_CUSTOM_RESOURCE_FAILURES}.",
+            f"function): {CUSTOM_RESOURCE_FAILURES}.",
             "CKV_AWS_173": "The kubectl handler of aws_eks_v2 (or its custom-resource framework "
             "function): its environment holds only non-secret settings written by aws-cdk-lib "
             "(STS endpoint mode, the handler's ARN), which Lambda encrypts at rest with an AWS "

@@ -8,7 +8,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
+from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
 
 HANDLER_DIR = Path(__file__).parent / "restrict_default_sg"
 RESOURCE_TYPE = "Custom::VpcRestrictDefaultSG"
@@ -51,21 +51,15 @@ def restrict_default_security_group(scope: Construct, vpc: ec2.CfnVPC) -> cdk.Cu
     )
     handler = provider.node.find_child("Handler")
     assert isinstance(handler, cdk.CfnResource)
+    what = "The handler that closes the default security group"
     for check_id, comment in (
-        (
-            "CKV_AWS_115",
-            "Runs only when CloudFormation creates, updates or deletes this resource; reserved "
-            "concurrency would only withhold capacity from the account's other functions.",
-        ),
-        (
-            "CKV_AWS_116",
-            "A CloudFormation custom-resource handler: a failed invocation fails the stack operation "
-            "and shows in the stack events and the function's log; a DLQ would hold nothing to act on.",
-        ),
+        ("CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}."),
+        ("CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}."),
         (
             "CKV_AWS_117",
-            "Calls only the EC2 API on the VPC's default security group during deploys, and must work "
-            "before the VPC has any endpoint or NAT; CustomResourceProvider functions run outside VPCs.",
+            f"{what} calls only the EC2 API on the VPC's default security group during deploys, "
+            "and must work before the VPC has any endpoint or NAT; CustomResourceProvider "
+            "functions run outside VPCs.",
         ),
     ):
         skip_check(handler, check_id, comment)
