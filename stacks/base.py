@@ -7,6 +7,7 @@ from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
@@ -17,6 +18,21 @@ from hyperpod_cdk.iam.aspects import RolePath
 def output(scope: Construct, name: str, value: str, description: str) -> None:
     """A CloudFormation output of the stack of ``scope``."""
     cdk.CfnOutput(scope, name, value=value, description=description)
+
+
+def ready_parameter(scope: Construct, construct_id: str, value: str, description: str,
+                    waits_for: list[Construct]) -> ssm.StringParameter:  # fmt: skip
+    """A parameter holding ``value`` once everything in ``waits_for`` is created.
+
+    A stack that reads the parameter's value (rather than ``value`` itself) waits for all of
+    them in its template, not only through a stack barrier.
+    """
+    parameter = ssm.StringParameter(
+        scope, construct_id, string_value=value, description=description
+    )
+    for construct in waits_for:
+        parameter.node.add_dependency(construct)
+    return parameter
 
 
 def apply_account_settings(

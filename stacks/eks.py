@@ -1,11 +1,14 @@
 """The EKS stacks of an ``orchestrator: eks`` environment.
 
-- ``<name>-eks``: the EKS cluster (created or adopted), its early core add-ons
-  and the HyperPod dependencies. It waits only for the network, so it is
-  created while FSx is; the HyperPod cluster waits for it.
-- ``<name>-eks-addons``: what needs nodes (CoreDNS as a managed add-on, the
-  optional HyperPod add-ons, the FSx CSI driver and the file system's volume).
-  It waits for the HyperPod cluster; nothing waits for it.
+- ``<name>-eks`` (a created cluster only): the EKS control plane and its secrets key. It
+  waits only for the network stack, so it is created while FSx is.
+- ``<name>-eks-dependencies``: the kubectl handler (it reaches the EKS API through the egress
+  stack's NAT or endpoints), the early core add-ons, the HyperPod dependencies, and the
+  *ready* parameter that holds the EKS cluster ARN once all of them are in place. The HyperPod
+  cluster reads its EKS cluster ARN from that parameter, so it waits for exactly these.
+- ``<name>-eks-addons``: what needs nodes (CoreDNS as a managed add-on, the optional HyperPod
+  add-ons, the FSx CSI driver and the file system's volume), behind a parameter that holds the
+  HyperPod cluster ARN. Nothing waits for it.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import FileSystemHandle
-from stacks.base import EnvironmentStack, output
+from stacks.base import EnvironmentStack, output, ready_parameter
 
 
 class EksStack(EnvironmentStack):
-    """The EKS cluster HyperPod runs on, and everything HyperPod needs on it."""
+    """A created EKS control plane (the kubectl handler and what it applies: the
+    ``eks-dependencies`` stack)."""
 
     def __init__(
         self,
@@ -34,30 +38,52 @@ class EksStack(EnvironmentStack):
         *,
         config: EnvironmentConfig,
         network: HyperPodNetwork,
+        kubectl_scope: Construct,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
         eks_cfg = config.eks_settings
-        self.eks: HyperPodEksCluster | AdoptedEksCluster
-        if eks_cfg.cluster_arn is None:
-            self.eks = HyperPodEksCluster(
-                self,
-                "Eks",
-                vpc=network.vpc,
-                subnets=network.eks_subnets,
-                security_groups=[network.efa.security_group],
-                kubernetes_version=eks_cfg.kubernetes_version,
-                cluster_name=config.eks_cluster_name,
-                endpoint_access=eks_cfg.endpoint_access,
-                public_access_cidrs=[str(c) for c in eks_cfg.public_access_cidrs],
-                logging=eks_cfg.logging,
-                admin_principal_arns=eks_cfg.admin_principal_arns,
-            )
-            # stateful: a stable logical id, whatever the construct tree becomes
-            cfn_cluster = self.eks.cluster.node.default_child
-            assert isinstance(cfn_cluster, cdk.CfnResource)
-            cfn_cluster.override_logical_id("EksCluster")
-        else:
+        self.eks = HyperPodEksCluster(
+            self,
+            "Eks",
+            vpc=network.vpc,
+            subnets=network.eks_subnets,
+            security_groups=[network.efa.security_group],
+            kubernetes_version=eks_cfg.kubernetes_version,
+            cluster_name=config.eks_cluster_name,
+            endpoint_access=eks_cfg.endpoint_access,
+            public_access_cidrs=[str(c) for c in eks_cfg.public_access_cidrs],
+            logging=eks_cfg.logging,
+            admin_principal_arns=eks_cfg.admin_principal_arns,
+            kubectl_scope=kubectl_scope,
+        )
+        # stateful: a stable logical id, whatever the construct tree becomes
+        cfn_cluster = self.eks.cluster.node.default_child
+        assert isinstance(cfn_cluster, cdk.CfnResource)
+        cfn_cluster.override_logical_id("EksCluster")
+
+
+class EksDependenciesStack(EnvironmentStack):
+    """Everything HyperPod needs on its EKS cluster (created or adopted), and the parameter that
+    says it is all there."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        # a created cluster (the eks stack) puts its kubectl handler and early add-ons here
+        self.kubectl_scope = (
+            Construct(self, "Eks") if config.eks_settings.cluster_arn is None else None
+        )
+        self.eks: HyperPodEksCluster | AdoptedEksCluster | None = None
+
+    def build(self, *, network: HyperPodNetwork, eks: HyperPodEksCluster | None) -> None:
+        """Apply the HyperPod dependencies to ``eks`` (a created cluster whose ``kubectl_scope``
+        is :attr:`kubectl_scope`), or to the adopted cluster of the config when ``None``."""
+        config = self.config
+        eks_cfg = config.eks_settings
+        if eks is None:
+            assert eks_cfg.cluster_arn is not None
             self.eks = AdoptedEksCluster(
                 self,
                 "Eks",
@@ -68,6 +94,8 @@ class EksStack(EnvironmentStack):
                 kubectl_role_arn=eks_cfg.kubectl_role_arn,
                 kubernetes_version=eks_cfg.kubernetes_version,
             )
+        else:
+            self.eks = eks
         self.hyperpod_dependencies = HyperPodDependencies(
             self,
             "Dependencies",
@@ -75,6 +103,16 @@ class EksStack(EnvironmentStack):
             region=config.region,
             enabled=eks_cfg.dependencies.enabled(),
         )
+        self.ready = ready_parameter(
+            self,
+            "Ready",
+            self.eks.cluster_arn,
+            "The EKS cluster HyperPod orchestrates with, set once the kubectl handler, the early "
+            "add-ons and the HyperPod dependencies are in place",
+            [self.kubectl_scope or self.eks, self.hyperpod_dependencies],
+        )
+        # what the HyperPod cluster reads: the ARN, once everything above exists
+        self.ready_cluster_arn = self.ready.string_value
         output(
             self, "EksClusterName", self.eks.cluster_name, "EKS cluster that orchestrates HyperPod"
         )
@@ -102,7 +140,7 @@ class EksAddonsStack(EnvironmentStack):
         construct_id: str,
         *,
         config: EnvironmentConfig,
-        eks_stack: EksStack,
+        eks_stack: EksDependenciesStack,
         file_system: FileSystemHandle | None,
         hyperpod_cluster_arn: str,
         **kwargs: Any,
@@ -110,6 +148,16 @@ class EksAddonsStack(EnvironmentStack):
         super().__init__(scope, construct_id, config=config, **kwargs)
         eks_cfg = config.eks_settings
         cluster = eks_stack.eks
+        assert cluster is not None
+        # every add-on here needs the HyperPod nodes: it waits for this parameter, which
+        # reads the HyperPod cluster (a reference in the template, not only a stack barrier)
+        self.nodes_ready = ready_parameter(
+            self,
+            "HyperPodReady",
+            hyperpod_cluster_arn,
+            "The HyperPod cluster (InService) whose nodes the EKS add-ons of this stack run on",
+            [],
+        )
         self.core_dns = None
         if isinstance(cluster, HyperPodEksCluster):
             self.core_dns = core_dns_addon(
@@ -125,9 +173,12 @@ class EksAddonsStack(EnvironmentStack):
             kubernetes_version=eks_cfg.kubernetes_version,
             # fsx_csi_driver left unset means: on when there is a file system
             options=eks_cfg.addons,
-            cluster=cluster.cluster,
+            cluster=cluster.kubectl_cluster,
             file_system=file_system,
             fsx_storage_capacity_gib=config.storage.fsx.storage_capacity_gib,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
             role_path=config.iam.role_path,
         )
+        self.addons.wait_for(self.nodes_ready)
+        if self.core_dns is not None:
+            self.core_dns.node.add_dependency(self.nodes_ready)

@@ -1,21 +1,29 @@
 """The stacks of one HyperPod environment, built the same way from a workstation or a pipeline Stage.
 
-Stack graph (arrows: "waits for")::
+Which stack waits for which (each only when it exists for the config)::
 
-    network  <-  storage (stateful)  <-  data-repositories
-      ^  ^  ^        ^
-      |  |  |        |
-      |  |  +---- cluster  <-  eks-addons      (eks only)
-      |  |         |   |          |
-      |  +- nodes <+   +-> eks <--+            (eks only)
-      |                     |
-      +---------------------+
+    network
+    egress              network
+    storage             network                       (stateful)
+    nodes               network
+    eks                 network                       (eks, created cluster)
+    eks-dependencies    network, egress, eks          (eks)
+    cluster             network, egress, storage, nodes, eks-dependencies
+    eks-addons          cluster, eks-dependencies, storage   (eks)
+    data-repositories   storage
 
-The data repository associations (minutes each, one at a time) sit in a stack
-nothing waits for; the lifecycle upload and the node role have a stack of
-their own so they deploy while FSx is created; the EKS cluster and the
-HyperPod dependencies (``eks``) are created while FSx is too; what needs the
-HyperPod nodes (``eks-addons``) comes after the cluster.
+- ``network`` holds only what FSx, the database and the EKS control plane need, so they start
+  after about a minute; NAT, endpoints, flow logs and the default security group's closure are
+  in ``egress``, which only the HyperPod cluster and the kubectl handler wait for.
+- The lifecycle upload and the node role (``nodes``) deploy while FSx is created.
+- The EKS control plane (``eks``) is created while FSx is; the kubectl handler, early add-ons
+  and HyperPod dependencies (``eks-dependencies``) follow it; what needs the HyperPod nodes
+  (``eks-addons``) comes after the cluster.
+- The data repository associations (minutes each, one at a time) sit in a stack nothing waits
+  for.
+- The HyperPod cluster *reads* what it waits for (the scripts' URI, the EKS cluster's ARN) from
+  parameters set once those are ready, so the waits are in the templates, not only behind
+  stack barriers (what ``scripts/critical_path.py`` compares with).
 """
 
 from __future__ import annotations
@@ -50,9 +58,9 @@ from hyperpod_cdk.storage import (
     FileSystemHandle,
     LustreFileSystem,
 )
-from stacks.base import EnvironmentStack, output
-from stacks.eks import EksAddonsStack, EksStack
-from stacks.layout import needs_eks_addons
+from stacks.base import EnvironmentStack, output, ready_parameter
+from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
+from stacks.layout import needs_egress, needs_eks_addons
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
 DESTROY_REASON = (
@@ -61,11 +69,37 @@ DESTROY_REASON = (
 )
 
 
-class NetworkStack(EnvironmentStack):
-    """VPC, HyperPod subnets, endpoints, flow logs and the EFA security group."""
+class EgressStack(EnvironmentStack):
+    """What the nodes reach out through, and what watches the VPC: internet gateway, public
+    subnets, NAT gateways and default routes, interface endpoints, flow logs, and the closure of
+    the default security group.
+
+    The network stack creates them here (``HyperPodNetwork(egress_scope=...)``): FSx, the
+    database and the EKS control plane wait only for the network stack; the HyperPod cluster and
+    the kubectl handler wait for this one too.
+    """
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: EnvironmentConfig, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        # the same construct path as inside the network stack: the logical ids stay those of
+        # HyperPodNetwork's children
+        self.network_scope = Construct(self, "Network")
+
+
+class NetworkStack(EnvironmentStack):
+    """VPC, HyperPod subnets and route tables, the S3 gateway endpoint, the logs key and the EFA
+    security group (what NAT, endpoints and flow logs need is in :class:`EgressStack`)."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        egress: EgressStack | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
         settings = config.cluster.slurm_settings
@@ -84,6 +118,7 @@ class NetworkStack(EnvironmentStack):
                 if config.is_slurm
                 else (*CLOSED_NETWORK_ENDPOINTS, *EKS_CLOSED_NETWORK_ENDPOINTS)
             ),
+            egress_scope=egress.network_scope if egress is not None else None,
         )
         net = self.network
         output(self, "VpcId", net.vpc.vpc_id, "VPC of the environment")
@@ -251,6 +286,15 @@ class LifecycleStack(EnvironmentStack):
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
             mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
         )
+        # what the cluster reads: the scripts' URI, once they are uploaded (so it waits for the
+        # upload in its template, not only behind the stack barrier)
+        self.scripts_ready = ready_parameter(
+            self,
+            "ScriptsReady",
+            self.scripts.source_s3_uri,
+            "Where the HyperPod nodes read their lifecycle scripts, set once they are uploaded",
+            [self.scripts.deployment],
+        )
         self.execution_role.grant_lifecycle_read(self.scripts.bucket, LIFECYCLE_ROOT)
         # Roles named in the config read the scripts too: the lifecycle bucket
         # is not a sagemaker-* bucket their managed policy would cover.
@@ -306,10 +350,15 @@ class ClusterStack(EnvironmentStack):
         network: HyperPodNetwork,
         storage: StorageStack,
         nodes: LifecycleStack,
-        eks: EksStack | None = None,
+        egress: EgressStack | None = None,
+        eks: EksDependenciesStack | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
+        if egress is not None:
+            # the nodes reach ECR, S3 and the package mirrors through the NAT gateways (or
+            # the interface endpoints) from their first boot
+            self.add_stack_dependency(egress)
         cluster_cfg = config.cluster
         role, lifecycle = nodes.execution_role, nodes.scripts
         database = None
@@ -317,11 +366,10 @@ class ClusterStack(EnvironmentStack):
         eks_cluster_arn = None
         tags = dict(config.tags)
         if eks is not None:
-            # The HyperPod cluster waits for the EKS stack: the cluster, its early
-            # add-ons and the HyperPod dependencies (an adopted cluster's ARN is a
-            # literal, so the reference alone would not order them).
-            self.add_stack_dependency(eks)
-            eks_cluster_arn = eks.eks.cluster_arn
+            # The HyperPod cluster reads the EKS cluster's ARN from the parameter that is set
+            # once the kubectl handler, the early add-ons and the HyperPod dependencies are in
+            # place: it waits for them in its template, not only behind the stack barrier.
+            eks_cluster_arn = eks.ready_cluster_arn
             eks_policy = role.grant_eks_node(eks_cluster_arn, scope=self)
             for configured in nodes.configured_roles:
                 eks_policy.attach_to_role(configured)
@@ -342,7 +390,7 @@ class ClusterStack(EnvironmentStack):
             config=cluster_cfg,
             cluster_name=config.cluster_name,
             execution_role_arn=role.role.role_arn,
-            lifecycle=LifecycleRef(lifecycle.source_s3_uri, lifecycle.entry_script),
+            lifecycle=LifecycleRef(nodes.scripts_ready.string_value, lifecycle.entry_script),
             subnets=network.compute_subnets,
             main_az_id=config.network.availability_zone_id,
             security_groups=network.node_security_groups,
@@ -439,20 +487,24 @@ class EnvironmentStacks:
     """The stacks of one environment."""
 
     network: NetworkStack
+    egress: EgressStack | None
     storage: StorageStack
     lifecycle: LifecycleStack
     cluster: ClusterStack
     data_repositories: DataRepositoryStack | None
     eks: EksStack | None = None
+    eks_dependencies: EksDependenciesStack | None = None
     eks_addons: EksAddonsStack | None = None
 
     def all(self) -> list[cdk.Stack]:
         """Every stack, in deploy order."""
         stacks: list[cdk.Stack | None] = [
             self.network,
+            self.egress,
             self.storage,
             self.lifecycle,
             self.eks,
+            self.eks_dependencies,
             self.cluster,
             self.eks_addons,
             self.data_repositories,
@@ -471,7 +523,13 @@ def build_environment(
     """Every stack of ``config`` under ``scope`` (an App or a pipeline Stage)."""
     env = env or cdk.Environment(account=config.account, region=config.region)
     prefix = config.name
-    network = NetworkStack(scope, f"{prefix}-network", config=config, env=env,
+    egress = None
+    if needs_egress(config):
+        egress = EgressStack(
+            scope, f"{prefix}-egress", config=config, env=env,
+            description=f"HyperPod environment {prefix}: NAT, endpoints, flow logs (what the nodes reach out through)",
+        )  # fmt: skip
+    network = NetworkStack(scope, f"{prefix}-network", config=config, egress=egress, env=env,
                            description=f"HyperPod environment {prefix}: network")  # fmt: skip
     storage = StorageStack(
         scope,
@@ -486,12 +544,22 @@ def build_environment(
         scope, f"{prefix}-nodes", config=config, network=network.network, project_root=project_root, env=env,
         description=f"HyperPod environment {prefix}: lifecycle scripts and node execution role",
     )  # fmt: skip
-    eks = None
+    eks = eks_dependencies = None
     if not config.is_slurm:
-        eks = EksStack(
-            scope, f"{prefix}-eks", config=config, network=network.network, env=env,
-            description=f"HyperPod environment {prefix}: EKS cluster and HyperPod dependencies",
+        eks_dependencies = EksDependenciesStack(
+            scope, f"{prefix}-eks-dependencies", config=config, env=env,
+            description=f"HyperPod environment {prefix}: kubectl handler, early add-ons and HyperPod dependencies on EKS",
         )  # fmt: skip
+        if eks_dependencies.kubectl_scope is not None:
+            eks = EksStack(
+                scope, f"{prefix}-eks", config=config, network=network.network,
+                kubectl_scope=eks_dependencies.kubectl_scope, env=env,
+                description=f"HyperPod environment {prefix}: EKS control plane",
+            )  # fmt: skip
+        eks_dependencies.build(network=network.network, eks=eks.eks if eks is not None else None)
+        if egress is not None:
+            # the kubectl handler reaches the EKS and STS APIs through NAT or the endpoints
+            eks_dependencies.add_stack_dependency(egress)
     cluster = ClusterStack(
         scope,
         f"{prefix}-cluster",
@@ -499,14 +567,15 @@ def build_environment(
         network=network.network,
         storage=storage,
         nodes=lifecycle,
-        eks=eks,
+        egress=egress,
+        eks=eks_dependencies,
         env=env,
         description=f"HyperPod environment {prefix}: HyperPod cluster",
     )
     eks_addons = None
-    if eks is not None and needs_eks_addons(config):
+    if eks_dependencies is not None and needs_eks_addons(config):
         eks_addons = EksAddonsStack(
-            scope, f"{prefix}-eks-addons", config=config, eks_stack=eks,
+            scope, f"{prefix}-eks-addons", config=config, eks_stack=eks_dependencies,
             file_system=storage.file_system, hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
             description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
         )  # fmt: skip
@@ -520,7 +589,15 @@ def build_environment(
             description=f"HyperPod environment {prefix}: FSx data repository associations",
         )  # fmt: skip
     stacks = EnvironmentStacks(
-        network, storage, lifecycle, cluster, data_repositories, eks=eks, eks_addons=eks_addons
+        network,
+        egress,
+        storage,
+        lifecycle,
+        cluster,
+        data_repositories,
+        eks=eks,
+        eks_dependencies=eks_dependencies,
+        eks_addons=eks_addons,
     )
     # Aspects stop at Stage boundaries, so they are added per stack (here, not on the App):
     # every log group, CDK's own included, is encrypted with the environment's logs key; checkov

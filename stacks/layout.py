@@ -5,7 +5,28 @@ from __future__ import annotations
 from hyperpod_cdk.config import EnvironmentConfig
 
 # Stack kinds in deploy order; each stack is named "<name>-<kind>".
-STACK_KINDS = ("network", "storage", "nodes", "eks", "cluster", "eks-addons", "data-repositories")
+STACK_KINDS = (
+    "network",
+    "egress",
+    "storage",
+    "nodes",
+    "eks",
+    "eks-dependencies",
+    "cluster",
+    "eks-addons",
+    "data-repositories",
+)
+
+
+def needs_egress(config: EnvironmentConfig) -> bool:
+    """True when the ``egress`` stack has something to create.
+
+    A created VPC always has egress (NAT or, in a closed network, interface
+    endpoints), flow logs and the closure of its default security group; an
+    adopted one only the interface endpoints the config asks for.
+    """
+    net = config.network
+    return net.vpc_id is None or bool(net.interface_endpoints)
 
 
 def fsx_csi_driver_enabled(config: EnvironmentConfig) -> bool:
@@ -37,7 +58,9 @@ def stack_kinds(config: EnvironmentConfig) -> list[str]:
     """The kinds of stack the app builds for ``config``, in deploy order."""
     fsx = config.storage.fsx
     present = {
-        "eks": not config.is_slurm,
+        "egress": needs_egress(config),
+        "eks": not config.is_slurm and config.eks_settings.cluster_arn is None,
+        "eks-dependencies": not config.is_slurm,
         "eks-addons": needs_eks_addons(config),
         "data-repositories": fsx.enabled and bool(fsx.data_repository_associations),
     }

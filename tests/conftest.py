@@ -108,6 +108,17 @@ class Synth:
             k: r for k, r in found.items() if resource_type is None or r["Type"] == resource_type
         }
 
+    def network_resources(self, resource_type: str | None = None) -> dict[str, dict[str, Any]]:
+        """What ``HyperPodNetwork`` makes, in the network stack and the egress stack together,
+        cross-stack references resolved (so a route's ``Ref`` to a route table matches the
+        table's id). Logical ids are unique across the two: they come from one construct."""
+        found: dict[str, dict[str, Any]] = {}
+        for kind in ("network", "egress"):
+            if self.has(kind):
+                resources = self.resources(kind, resource_type).items()
+                found.update({k: self.resolve(r) for k, r in resources})
+        return found
+
     def one(self, kind: str, resource_type: str) -> tuple[str, dict[str, Any]]:
         """The only resource of a type in a stack: (logical id, resource)."""
         found = self.resources(kind, resource_type)
@@ -117,21 +128,31 @@ class Synth:
     def outputs(self, kind: str) -> dict[str, Any]:
         return dict(self.template(kind).get("Outputs", {}))
 
-    def resolve(self, value: Any) -> Any:
+    def resolve(self, value: Any, *, parameters: bool = True, _stack: str | None = None) -> Any:
         """Follow a cross-stack reference to the value the producing stack outputs.
 
         The app uses weak cross-stack references: a consumer reads
         ``{"Fn::GetStackOutput": {"StackName", "OutputName"}}`` of the producer, whose output
-        holds the ``Ref``/``Fn::GetAtt``. Anything else is returned unchanged, recursively.
+        holds the ``Ref``/``Fn::GetAtt``. With ``parameters``, a ``Fn::GetAtt`` of an SSM
+        parameter's ``Value`` in the producing stack is followed to the value the parameter is
+        created with (the app passes values through *ready* parameters so that the reader waits
+        for what the parameter waits for). Anything else is returned unchanged, recursively.
         """
         if isinstance(value, dict):
             if set(value) == {"Fn::GetStackOutput"}:
                 ref = value["Fn::GetStackOutput"]
                 output = self.templates[ref["StackName"]]["Outputs"][ref["OutputName"]]
-                return self.resolve(output["Value"])
-            return {k: self.resolve(v) for k, v in value.items()}
+                return self.resolve(output["Value"], parameters=parameters, _stack=ref["StackName"])
+            if parameters and _stack is not None and set(value) == {"Fn::GetAtt"}:
+                logical_id, attribute = value["Fn::GetAtt"]
+                resource = self.templates[_stack]["Resources"].get(logical_id, {})
+                if resource.get("Type") == "AWS::SSM::Parameter" and attribute == "Value":
+                    return self.resolve(resource["Properties"]["Value"], _stack=_stack)
+            return {
+                k: self.resolve(v, parameters=parameters, _stack=_stack) for k, v in value.items()
+            }
         if isinstance(value, list):
-            return [self.resolve(v) for v in value]
+            return [self.resolve(v, parameters=parameters, _stack=_stack) for v in value]
         return value
 
     @cached_property

@@ -35,6 +35,8 @@ RULE_PACKS: dict[str, tuple[str, ...]] = {
     "S3DefaultEncryptionKMS": _ALL,
     "SecretsManagerRotationEnabled": (NIST, HIPAA),
     "SecretsManagerUsingKMSKey": _ALL,
+    "VPCDefaultSecurityGroupClosed": _ALL,
+    "VPCFlowLogsEnabled": _ALL,
     "VPCNoUnrestrictedRouteToIGW": _ALL,
 }
 

@@ -49,13 +49,6 @@ def test_no_data_repository_association_is_on_the_hyperpod_cluster_path(shipped:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 7 open: measured +6.5% (full) to +40% (eks-minimal). Fix: the cluster must "
-    "reference what it waits for (lifecycle upload, a HyperPod-dependencies-ready gate), the NAT "
-    "chain must leave the network barrier (an egress stack), and the kubectl provider + manifests "
-    "must leave the EKS stack's barrier (an eks-dependencies stack)",
-)
 def test_first_deploy_estimate_is_within_5_percent_of_the_ideal(shipped: Any) -> None:
     report = report_of(shipped)
     if report.over_ideal <= TARGET:

@@ -47,6 +47,36 @@ def test_weak_and_strong_references_lead_to_the_resource() -> None:
     assert strong.target() == Ref(_resource(model, "network", "Sg"), None)
 
 
+def test_an_ssm_parameters_value_leads_to_what_it_was_created_with() -> None:
+    """A ready parameter passes a value on (and makes its reader wait): the rules see through it."""
+    nodes = {
+        "Resources": {
+            "Scripts": {"Type": "AWS::S3::Bucket", "Properties": {}},
+            "Ready": {
+                "Type": "AWS::SSM::Parameter",
+                "Properties": {
+                    "Type": "String",
+                    "Value": {"Fn::Join": ["", ["s3://", {"Ref": "Scripts"}, "/x/"]]},
+                },
+            },
+            "Other": {"Type": "AWS::SNS::Topic", "Properties": {}},
+        },
+        "Outputs": {
+            "Uri": {"Value": {"Fn::GetAtt": ["Ready", "Value"]}},
+            "Topic": {"Value": {"Fn::GetAtt": ["Other", "TopicName"]}},
+        },
+    }
+    uri, model = value(
+        {"Fn::GetStackOutput": {"StackName": "nodes", "OutputName": "Uri"}}, {"nodes": nodes}
+    )
+    assert uri.text() == "s3://⟦nodes.Scripts⟧/x/"
+    # only a parameter's Value is followed: other attributes are the resource's own
+    topic, model = value(
+        {"Fn::GetStackOutput": {"StackName": "nodes", "OutputName": "Topic"}}, {"nodes": nodes}
+    )
+    assert topic.target() == Ref(_resource(model, "nodes", "Other"), "TopicName")
+
+
 def test_a_reference_to_a_stack_outside_the_app_is_not_followed() -> None:
     outside, _ = value({"Fn::GetStackOutput": {"StackName": "elsewhere", "OutputName": "X"}})
     assert outside.target() is None

@@ -19,7 +19,17 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = PROJECT_ROOT / "config"
 
 # The stack of each kind is named "<name>-<kind>" (stacks.layout, the app's own list).
-STACK_KINDS = ("network", "storage", "nodes", "eks", "cluster", "eks-addons", "data-repositories")
+STACK_KINDS = (
+    "network",
+    "egress",
+    "storage",
+    "nodes",
+    "eks",
+    "eks-dependencies",
+    "cluster",
+    "eks-addons",
+    "data-repositories",
+)
 
 
 # -- shipped configs -------------------------------------------------------------------------

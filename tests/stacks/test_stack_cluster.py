@@ -275,15 +275,47 @@ def test_cluster_is_tagged_with_the_config_tags(shipped) -> None:
 
 
 def test_cluster_waits_for_network_storage_and_nodes(shipped_slurm) -> None:
+    config = shipped_slurm.config
     expected = {"network", "nodes"}
-    fsx = shipped_slurm.config.storage.fsx
+    fsx = config.storage.fsx
     if (
         fsx.enabled and fsx.file_system_id is None
-    ) or shipped_slurm.config.cluster.slurm_settings.accounting_database:
+    ) or config.cluster.slurm_settings.accounting_database:
         expected.add("storage")
+    if config.network.vpc_id is None or config.network.interface_endpoints:
+        expected.add("egress")  # the nodes reach out through NAT or the endpoints from boot
     assert shipped_slurm.dependencies("cluster") == expected
 
 
-def test_eks_cluster_waits_for_the_eks_stack_and_not_for_fsx(shipped_eks) -> None:
-    # pods reach FSx through the CSI driver (eks-addons): FSx is off the cluster's path
-    assert shipped_eks.dependencies("cluster") == {"network", "nodes", "eks"}
+def test_eks_cluster_waits_for_the_eks_dependencies_and_not_for_fsx(shipped_eks) -> None:
+    # pods reach FSx through the CSI driver (eks-addons): FSx is off the cluster's path; the
+    # EKS control plane stack is reached through eks-dependencies
+    expected = {"network", "nodes", "eks-dependencies"}
+    if shipped_eks.has("egress"):
+        expected.add("egress")
+    assert shipped_eks.dependencies("cluster") == expected
+
+
+def test_cluster_reads_its_eks_cluster_from_the_ready_parameter(shipped_eks) -> None:
+    """The ARN comes through the parameter that waits for the kubectl handler, the early
+    add-ons and the dependencies: the wait is in the template, not only a stack barrier."""
+    raw = cluster(shipped_eks)["Orchestrator"]["Eks"]["ClusterArn"]
+    arn = shipped_eks.resolve(raw, parameters=False)
+    (param_id,) = shipped_eks.resources("eks-dependencies", "AWS::SSM::Parameter")
+    assert arn == {"Fn::GetAtt": [param_id, "Value"]}
+    param = shipped_eks.resources("eks-dependencies")[param_id]
+    waits_for = set(param["DependsOn"])
+    manifests = shipped_eks.resources("eks-dependencies", "Custom::AWSCDK-EKS-KubernetesResource")
+    assert set(manifests) <= waits_for
+    assert set(shipped_eks.resources("eks-dependencies", "AWS::EKS::Addon")) <= waits_for
+    assert set(shipped_eks.resources("eks-dependencies", "AWS::EKS::AccessEntry")) <= waits_for
+
+
+def test_cluster_boots_from_the_scripts_once_uploaded(shipped) -> None:
+    for group in cluster(shipped)["InstanceGroups"]:
+        uri = shipped.resolve(group["LifeCycleConfig"]["SourceS3Uri"], parameters=False)
+        (param_id,) = uri["Fn::GetAtt"][:1]
+        param = shipped.resources("nodes")[param_id]
+        assert param["Type"] == "AWS::SSM::Parameter"
+        (upload,) = shipped.resources("nodes", "Custom::CDKBucketDeployment")
+        assert upload in param["DependsOn"]

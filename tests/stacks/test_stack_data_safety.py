@@ -50,7 +50,8 @@ PROMETHEUS = "AWS::APS::Workspace"
 # (the day-2 comparison still covers them).
 PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
     "default": {
-        "network": {"NetworkLogsKey459D2BBF": KEY, "NetworkFlowLogs2BEC3212": LOGS},
+        "network": {"NetworkLogsKey459D2BBF": KEY},
+        "egress": {"NetworkFlowLogs2BEC3212": LOGS},
         "storage": {
             "FileSystem": FSX,
             "LustreKeyB04314ED": KEY,
@@ -73,7 +74,8 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         "cluster": {"HyperPodCluster": HYPERPOD},
     },
     "eks-full": {
-        "network": {"NetworkLogsKey459D2BBF": KEY, "NetworkFlowLogs2BEC3212": LOGS},
+        "network": {"NetworkLogsKey459D2BBF": KEY},
+        "egress": {"NetworkFlowLogs2BEC3212": LOGS},
         "storage": {
             "FileSystem": FSX,
             "LustreKeyB04314ED": KEY,
@@ -91,7 +93,8 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         "data-repositories": {"AssociationsDatasets922C32EA": DRA},
     },
     "eks-minimal": {
-        "network": {"NetworkLogsKey459D2BBF": KEY, "NetworkFlowLogs2BEC3212": LOGS},
+        "network": {"NetworkLogsKey459D2BBF": KEY},
+        "egress": {"NetworkFlowLogs2BEC3212": LOGS},
         "storage": {
             "FileSystem": FSX,
             "LustreKeyB04314ED": KEY,
@@ -115,7 +118,8 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         "data-repositories": {"AssociationsShared35DEF6E9": DRA},
     },
     "full": {
-        "network": {"NetworkLogsKey459D2BBF": KEY, "NetworkFlowLogs2BEC3212": LOGS},
+        "network": {"NetworkLogsKey459D2BBF": KEY},
+        "egress": {"NetworkFlowLogs2BEC3212": LOGS},
         "storage": {
             "FileSystem": FSX,
             "LustreKeyB04314ED": KEY,
@@ -136,7 +140,8 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         },
     },
     "minimal": {
-        "network": {"NetworkLogsKey459D2BBF": KEY, "NetworkFlowLogs2BEC3212": LOGS},
+        "network": {"NetworkLogsKey459D2BBF": KEY},
+        "egress": {"NetworkFlowLogs2BEC3212": LOGS},
         "storage": {
             "FileSystem": FSX,
             "LustreKeyB04314ED": KEY,

@@ -16,6 +16,7 @@ from stack_testkit import EKS_CONFIGS, as_list, config_id, depends_on, shipped_p
 
 from hyperpod_cdk.eks.manifests import DEPENDENCY_KEYS
 from hyperpod_cdk.eks.versions import MIN_VPC_CNI, addon_version, parse_addon_version
+from stacks.layout import needs_eks_addons
 
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -32,8 +33,13 @@ def hyperpod(synth) -> dict[str, Any]:
     return synth.template("cluster")["Resources"]["HyperPodCluster"]["Properties"]
 
 
-def manifests(synth, kind: str = "eks") -> dict[str, dict[str, Any]]:
+def manifests(synth, kind: str = "eks-dependencies") -> dict[str, dict[str, Any]]:
     return synth.resources(kind, MANIFEST)
+
+
+def orchestrating_cluster_arn(synth) -> Any:
+    """The HyperPod cluster's EKS cluster ARN, read through the eks-dependencies ready parameter."""
+    return synth.resolve(hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"])
 
 
 def manifest_objects(resource: dict[str, Any]) -> list[dict[str, Any]]:
@@ -154,7 +160,9 @@ def test_control_plane_shares_the_node_security_group(path: Path, synthesized) -
 def test_early_core_addons_are_pinned_and_coredns_waits_for_nodes(path: Path, synthesized) -> None:
     synth = synthesized(path)
     version = synth.config.eks_settings.kubernetes_version
-    early = addons(synth, "eks")
+    # beside the kubectl handler: the control plane's stack waits for neither
+    assert addons(synth, "eks") == {}
+    early = addons(synth, "eks-dependencies")
     assert sorted(early) == ["eks-pod-identity-agent", "kube-proxy", "vpc-cni"]
     for name, resource in early.items():
         assert resource["Properties"]["AddonVersion"] == addon_version(name, version)
@@ -186,16 +194,23 @@ def test_no_access_entry_for_hyperpod_nodes(path: Path, synthesized) -> None:
     # HyperPod creates the entries of its nodes itself; a duplicate would fail its create
     synth = synthesized(path)
     execution_role = synth.outputs("nodes")["ExecutionRoleArn"]["Value"]
-    for entry in synth.resources("eks", "AWS::EKS::AccessEntry").values():
-        assert entry["Properties"]["PrincipalArn"] != execution_role
+    for kind in ("eks", "eks-dependencies"):
+        for entry in synth.resources(kind, "AWS::EKS::AccessEntry").values():
+            assert synth.resolve(entry["Properties"]["PrincipalArn"]) != execution_role
 
 
 @pytest.mark.parametrize("path", CREATED)
 def test_kubectl_handler_runs_in_the_eks_subnets(path: Path, synthesized) -> None:
     synth = synthesized(path)
-    control_plane = eks_cluster(synth)["ResourcesVpcConfig"]["SubnetIds"]
-    for function in synth.resources("eks", "AWS::Lambda::Function").values():
-        assert function["Properties"]["VpcConfig"]["SubnetIds"] == control_plane
+    control_plane = synth.resolve(eks_cluster(synth)["ResourcesVpcConfig"]["SubnetIds"])
+    # the handler waits for the egress (NAT or endpoints); the control plane does not
+    assert synth.resources("eks", "AWS::Lambda::Function") == {}
+    functions = synth.resources("eks-dependencies", "AWS::Lambda::Function").values()
+    assert functions
+    for function in functions:
+        assert synth.resolve(function["Properties"]["VpcConfig"]["SubnetIds"]) == control_plane
+    assert "egress" in synth.dependencies("eks-dependencies")
+    assert "egress" not in synth.dependencies("eks")
 
 
 # -- an adopted EKS cluster ------------------------------------------------------------------
@@ -204,11 +219,12 @@ def test_kubectl_handler_runs_in_the_eks_subnets(path: Path, synthesized) -> Non
 @pytest.mark.parametrize("path", ADOPTED)
 def test_adopted_cluster_is_referenced_not_created(path: Path, synthesized) -> None:
     synth = synthesized(path)
-    assert synth.resources("eks", "AWS::EKS::Cluster") == {}
-    assert synth.resources("eks", "AWS::EKS::Addon") == {}
+    assert not synth.has("eks")  # no control plane to create
+    assert synth.resources("eks-dependencies", "AWS::EKS::Cluster") == {}
+    assert synth.resources("eks-dependencies", "AWS::EKS::Addon") == {}
     arn = synth.config.eks_settings.cluster_arn
-    assert hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"] == arn
-    assert synth.outputs("eks")["EksClusterArn"]["Value"] == arn
+    assert orchestrating_cluster_arn(synth) == arn
+    assert synth.outputs("eks-dependencies")["EksClusterArn"]["Value"] == arn
 
 
 @pytest.mark.parametrize("path", ADOPTED)
@@ -217,13 +233,13 @@ def test_adopted_cluster_gets_a_kubectl_handler_in_the_hyperpod_subnet(
 ) -> None:
     synth = synthesized(path)
     net = synth.config.network
-    functions = synth.resources("eks", "AWS::Lambda::Function").values()
+    functions = synth.resources("eks-dependencies", "AWS::Lambda::Function").values()
     assert functions
     for function in functions:
         vpc = function["Properties"]["VpcConfig"]
         assert vpc["SubnetIds"] == [net.compute_subnet_id]
         assert set(net.security_group_ids) <= set(json.dumps(vpc["SecurityGroupIds"]).split('"'))
-    (entry,) = synth.resources("eks", "AWS::EKS::AccessEntry").values()
+    (entry,) = synth.resources("eks-dependencies", "AWS::EKS::AccessEntry").values()
     name = synth.config.eks_settings.cluster_arn.rsplit("/", 1)[1]
     assert entry["Properties"]["ClusterName"] == name
     assert "Fn::GetAtt" in entry["Properties"]["PrincipalArn"]
@@ -232,10 +248,10 @@ def test_adopted_cluster_gets_a_kubectl_handler_in_the_hyperpod_subnet(
 def test_adopted_cluster_with_a_kubectl_role_gets_no_access_entry(build_variant) -> None:
     role = "arn:aws:iam::111122223333:role/kubectl-admin"
     synth = build_variant({"eks.kubectl_role_arn": role}, base="eks-existing-cluster")
-    assert synth.resources("eks", "AWS::EKS::AccessEntry") == {}
+    assert synth.resources("eks-dependencies", "AWS::EKS::AccessEntry") == {}
     handler = next(
         f
-        for f in synth.resources("eks", "AWS::Lambda::Function").values()
+        for f in synth.resources("eks-dependencies", "AWS::Lambda::Function").values()
         if f["Properties"].get("Handler") == "index.handler"
         and "kubectl" in json.dumps(f["Properties"].get("Layers", [])).lower()
         or f["Properties"]["Role"] == role
@@ -309,7 +325,7 @@ def test_every_workload_tolerates_the_health_taint_and_pins_its_image(
 @pytest.mark.parametrize("path", [pytest.param(p, id=config_id(p)) for p in EKS_CONFIGS])
 def test_nothing_comes_from_github_at_deploy_time(path: Path, synthesized) -> None:
     synth = synthesized(path)
-    for kind in ("eks", "cluster", "eks-addons"):
+    for kind in ("eks", "eks-dependencies", "cluster", "eks-addons"):
         if synth.has(kind):
             text = json.dumps(synth.template(kind)).lower()
             assert "github" not in text, kind
@@ -324,8 +340,7 @@ def test_hyperpod_cluster_is_orchestrated_by_the_created_eks_cluster(
     path: Path, synthesized
 ) -> None:
     synth = synthesized(path)
-    arn = synth.resolve(hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"])
-    assert arn == {"Fn::GetAtt": ["EksCluster", "Arn"]}
+    assert orchestrating_cluster_arn(synth) == {"Fn::GetAtt": ["EksCluster", "Arn"]}
     assert "Slurm" not in hyperpod(synth)["Orchestrator"]
 
 
@@ -334,7 +349,7 @@ def test_hyperpod_cluster_waits_for_the_dependencies_and_addons_wait_for_it(
     path: Path, synthesized
 ) -> None:
     synth = synthesized(path)
-    assert "eks" in synth.dependencies("cluster")
+    assert "eks-dependencies" in synth.dependencies("cluster")
     assert "storage" not in synth.dependencies("cluster")
     assert "data-repositories" not in synth.dependencies("cluster")
     if synth.has("eks-addons"):
@@ -456,7 +471,25 @@ def test_closed_network_gets_the_eks_endpoints(build_variant) -> None:
     )
     services = {
         json.dumps(r["Properties"]["ServiceName"])
-        for r in synth.resources("network", "AWS::EC2::VPCEndpoint").values()
+        for r in synth.network_resources("AWS::EC2::VPCEndpoint").values()
     }
     for service in ("eks", "eks-auth", "sts", "ecr.dkr"):
         assert any(f".{service}" in s for s in services), service
+
+
+@pytest.mark.parametrize("path", shipped_params(needs_eks_addons))
+def test_node_addons_wait_for_a_parameter_that_reads_the_hyperpod_cluster(
+    path: Path, synthesized
+) -> None:
+    """The add-ons that need nodes wait for the HyperPod cluster in their template (through a
+    parameter holding its ARN), not only behind the stack barrier."""
+    synth = synthesized(path)
+    (param_id, param), *others = synth.resources("eks-addons", "AWS::SSM::Parameter").items()
+    assert others == []
+    assert synth.resolve(param["Properties"]["Value"]) == {
+        "Fn::GetAtt": ["HyperPodCluster", "ClusterArn"]
+    }
+    waiting = {**addons(synth, "eks-addons"), **manifests(synth, "eks-addons")}
+    assert waiting
+    for name, resource in waiting.items():
+        assert param_id in depends_on(resource), name

@@ -15,7 +15,7 @@ EXPECTED = {
 }
 # what only one orchestrator has
 SLURM_EXPECTED = {"cluster": ["ControllerSsmCommand"]}
-EKS_EXPECTED = {"eks": ["EksClusterName", "EksClusterArn", "KubeconfigCommand"]}
+EKS_EXPECTED = {"eks-dependencies": ["EksClusterName", "EksClusterArn", "KubeconfigCommand"]}
 FSX_OUTPUTS = ["FileSystemId", "FileSystemDnsName", "FileSystemMountName"]
 
 
@@ -23,7 +23,7 @@ FSX_OUTPUTS = ["FileSystemId", "FileSystemDnsName", "FileSystemMountName"]
 def test_stack_outputs_what_users_need_next(shipped, kind: str) -> None:
     extra = SLURM_EXPECTED if shipped.config.is_slurm else EKS_EXPECTED
     for kind_, names in (*EXPECTED.items(), *extra.items()):
-        if kind_ != kind and not (kind == "cluster" and kind_ == "eks"):
+        if kind_ != kind and not (kind == "cluster" and kind_ == "eks-dependencies"):
             continue
         outputs = shipped.outputs(kind_)
         assert [name for name in names if name not in outputs] == [], kind_

@@ -6,6 +6,9 @@ references. A reference is followed to the resource that produces the value:
 
 - ``Fn::GetStackOutput`` (CDK's weak references) to the output of the named stack,
 - ``Fn::ImportValue`` to the output that exports that name,
+- ``Fn::GetAtt`` of an SSM parameter's ``Value`` to the value the parameter is created with
+  (the app passes a value through a parameter to make its reader wait for what the parameter
+  waits for),
 
 both within one (nested) cloud assembly, i.e. one App or one pipeline Stage. A value that
 comes from outside the app (a literal id or ARN, a parameter) stays what it is: the rules
@@ -36,6 +39,7 @@ _LITERAL_PARTITION = re.compile(r"arn:aws(?:-[a-z]+)*:")
 _SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 # cross-stack references can chain (an output of an output); real chains are one or two long
 _MAX_HOPS = 16
+_SSM_PARAMETER = "AWS::SSM::Parameter"
 
 
 def _single(value: Any) -> tuple[str, Any] | None:
@@ -97,6 +101,10 @@ class Value:
                 found = stack.assembly.output(argument.get("StackName"), argument.get("OutputName"))
             elif name == "Fn::ImportValue" and isinstance(argument, str):
                 found = stack.assembly.exports.get(argument)
+            elif name == "Fn::GetAtt" and (parts := _get_att(argument)) is not None:
+                parameter = stack.resources.get(parts[0])
+                if parameter and parameter.type == _SSM_PARAMETER and parts[1] == "Value":
+                    found = (stack, parameter.prop("Value").raw)
             if found is None:
                 break
             stack, raw = found

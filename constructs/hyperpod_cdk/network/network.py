@@ -76,6 +76,13 @@ class HyperPodNetwork(Construct):
     :param logs_key: the KMS key of the flow logs (and, through
         :class:`~hyperpod_cdk.log_encryption.EncryptLogGroups`, of the environment's
         other log groups); default: a new :class:`~hyperpod_cdk.log_encryption.LogsKey`.
+    :param egress_scope: where to create what only the nodes (and the kubectl
+        handler) wait for: the internet gateway, public subnets, NAT gateways and
+        default routes, the interface endpoints, the flow logs and the closure of
+        the default security group. Give a construct in a stack of its own, and
+        the stacks that need only the VPC, its subnets and security groups (FSx,
+        the database, the EKS control plane) do not wait for them; default: this
+        construct.
     """
 
     def __init__(
@@ -90,9 +97,11 @@ class HyperPodNetwork(Construct):
         eks_subnet_ids: Sequence[str] = (),
         closed_network_endpoints: Sequence[str] = CLOSED_NETWORK_ENDPOINTS,
         logs_key: kms.IKey | None = None,
+        egress_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = network
+        self.egress_scope: Construct = egress_scope or self
         # every log group of the environment (flow logs here, the others through the
         # EncryptLogGroups aspect) is encrypted with this key
         self.logs_key: kms.IKey = logs_key or LogsKey(self, "LogsKey").key
@@ -140,7 +149,16 @@ class HyperPodNetwork(Construct):
             enable_dns_support=True,
         )
         cdk.Tags.of(cfn_vpc).add("Name", f"{cdk.Stack.of(self).stack_name}-vpc")
-        restrict_default_security_group(self, cfn_vpc)
+        egress = self.egress_scope
+        restrict_default_security_group(egress, cfn_vpc)
+        if egress is not self:
+            acknowledge_controls(
+                cfn_vpc,
+                "VPCDefaultSecurityGroupClosed",
+                "The default security group is closed by the Custom::VpcRestrictDefaultSG resource "
+                f"at {egress.node.path} (the environment's egress stack), so that the stacks that "
+                "need only the VPC do not wait for its Lambda function; nothing uses the group.",
+            )
         self.vpc = ec2.Vpc.from_vpc_attributes(
             self,
             "VpcRef",
@@ -168,11 +186,11 @@ class HyperPodNetwork(Construct):
 
         nat_by_az: dict[str, ec2.CfnNatGateway] = {}
         if not net.closed_network:
-            igw = ec2.CfnInternetGateway(self, "InternetGateway")
-            attach = ec2.CfnVPCGatewayAttachment(self, "InternetGatewayAttachment", vpc_id=cfn_vpc.ref,
+            igw = ec2.CfnInternetGateway(egress, "InternetGateway")
+            attach = ec2.CfnVPCGatewayAttachment(egress, "InternetGatewayAttachment", vpc_id=cfn_vpc.ref,
                                                  internet_gateway_id=igw.ref)  # fmt: skip
-            public_rt = ec2.CfnRouteTable(self, "PublicRouteTable", vpc_id=cfn_vpc.ref)
-            route = ec2.CfnRoute(self, "PublicDefaultRoute", route_table_id=public_rt.ref,
+            public_rt = ec2.CfnRouteTable(egress, "PublicRouteTable", vpc_id=cfn_vpc.ref)
+            route = ec2.CfnRoute(egress, "PublicDefaultRoute", route_table_id=public_rt.ref,
                                  destination_cidr_block="0.0.0.0/0", gateway_id=igw.ref)  # fmt: skip
             route.node.add_dependency(attach)
             acknowledge_controls(
@@ -185,11 +203,11 @@ class HyperPodNetwork(Construct):
             for index, az_id in enumerate(compute_azs):
                 subnet = self._subnet(f"Public{_az_logical_suffix(az_id)}", cfn_vpc, az_id,
                                       small_subnet_cidr(net.cidr, _PUBLIC, index), public=True)  # fmt: skip
-                ec2.CfnSubnetRouteTableAssociation(self, f"Public{_az_logical_suffix(az_id)}Association",
+                ec2.CfnSubnetRouteTableAssociation(egress, f"Public{_az_logical_suffix(az_id)}Association",
                                                    subnet_id=subnet.ref, route_table_id=public_rt.ref)  # fmt: skip
                 if index < net.nat_gateways:
-                    eip = ec2.CfnEIP(self, f"NatIp{_az_logical_suffix(az_id)}", domain="vpc")
-                    nat = ec2.CfnNatGateway(self, f"Nat{_az_logical_suffix(az_id)}", subnet_id=subnet.ref,
+                    eip = ec2.CfnEIP(egress, f"NatIp{_az_logical_suffix(az_id)}", domain="vpc")
+                    nat = ec2.CfnNatGateway(egress, f"Nat{_az_logical_suffix(az_id)}", subnet_id=subnet.ref,
                                             allocation_id=eip.attr_allocation_id)  # fmt: skip
                     nat.node.add_dependency(route)
                     nat_by_az[az_id] = nat
@@ -201,7 +219,7 @@ class HyperPodNetwork(Construct):
             rt = ec2.CfnRouteTable(self, f"ComputeRouteTable{suffix}", vpc_id=cfn_vpc.ref)
             route_nat = nat_by_az.get(az_id, first_nat)
             if route_nat is not None:
-                ec2.CfnRoute(self, f"ComputeDefaultRoute{suffix}", route_table_id=rt.ref,
+                ec2.CfnRoute(egress, f"ComputeDefaultRoute{suffix}", route_table_id=rt.ref,
                              destination_cidr_block="0.0.0.0/0", nat_gateway_id=route_nat.ref)  # fmt: skip
             subnet = self._subnet(f"Compute{suffix}", cfn_vpc, az_id, block, public=False)
             subnet.node.add_dependency(secondary[az_id])
@@ -227,7 +245,7 @@ class HyperPodNetwork(Construct):
             table = ec2.CfnRouteTable(self, table_name, vpc_id=cfn_vpc.ref)
             private_route_tables.append(table.ref)
             if route_nat is not None:
-                ec2.CfnRoute(self, f"{label}DefaultRoute", route_table_id=table.ref,
+                ec2.CfnRoute(egress, f"{label}DefaultRoute", route_table_id=table.ref,
                              destination_cidr_block="0.0.0.0/0", nat_gateway_id=route_nat.ref)  # fmt: skip
             for index, az_id in enumerate(az_ids):
                 name = f"{label}{_az_logical_suffix(az_id)}"
@@ -240,6 +258,7 @@ class HyperPodNetwork(Construct):
                     availability_zone=subnet.attr_availability_zone, ipv4_cidr_block=str(block),
                 ))  # fmt: skip
 
+        # the nodes read their lifecycle scripts through it: beside the route tables
         ec2.CfnVPCEndpoint(
             self,
             "S3GatewayEndpoint",
@@ -255,11 +274,11 @@ class HyperPodNetwork(Construct):
                 "Flow logs are switched off explicitly by the environment config (network.flow_logs: false).",
             )
         if net.flow_logs:
-            log_group = logs.LogGroup(self, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR,
+            log_group = logs.LogGroup(egress, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR,
                                       encryption_key=self.logs_key,
                                       removal_policy=cdk.RemovalPolicy.RETAIN)  # fmt: skip
             flow_log = ec2.FlowLog(
-                self,
+                egress,
                 "FlowLog",
                 resource_type=ec2.FlowLogResourceType.from_vpc(self.vpc),
                 destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
@@ -271,12 +290,21 @@ class HyperPodNetwork(Construct):
                 "CDK generates this policy for the flow-log delivery role: it writes to the one flow-log "
                 "group and passes only this role; nothing else uses it.",
             )
+            if egress is not self:
+                # the flow-log rules look for the flow log in the VPC's own stack
+                reason = (
+                    f"The VPC's flow log (all traffic) is {flow_log.node.path}, in the "
+                    "environment's egress stack, so that FSx and EKS do not wait for it."
+                )
+                acknowledge(cfn_vpc, "AwsSolutions-VPC7", reason)
+                acknowledge_controls(cfn_vpc, "VPCFlowLogsEnabled", reason)
 
     def _subnet(
         self, name: str, vpc: ec2.CfnVPC, az_id: str, block: ipaddress.IPv4Network, *, public: bool
     ) -> ec2.CfnSubnet:
+        # public subnets hold only the NAT gateways: they go with the egress
         subnet = ec2.CfnSubnet(
-            self,
+            self.egress_scope if public else self,
             name,
             vpc_id=vpc.ref,
             cidr_block=str(block),
@@ -326,8 +354,9 @@ class HyperPodNetwork(Construct):
     # -- endpoints -----------------------------------------------------------
 
     def _add_interface_endpoints(self, services: Sequence[str]) -> None:
+        scope = self.egress_scope
         endpoint_sg = ec2.SecurityGroup(
-            self,
+            scope,
             "EndpointSecurityGroup",
             vpc=self.vpc,
             allow_all_outbound=False,
@@ -344,7 +373,7 @@ class HyperPodNetwork(Construct):
         for service in services:
             name = "".join(p.capitalize() for p in service.replace(".", "-").split("-"))
             self.interface_endpoints[service] = ec2.InterfaceVpcEndpoint(
-                self,
+                scope,
                 f"{name}Endpoint",
                 vpc=self.vpc,
                 service=ec2.InterfaceVpcEndpointAwsService(service),
