@@ -12,6 +12,7 @@ flag never reaches a stage (see :class:`EnvironmentStage`).
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,14 @@ SYNTH_OUTPUT_DIR = "cdk.out"
 BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 # `make test` synthesizes every shipped config in parallel workers: SMALL (3 GB) is too tight.
 SYNTH_COMPUTE_TYPE = codebuild.ComputeType.MEDIUM
+
+
+def pinned_cdk_assets_version(project_root: Path) -> str | None:
+    """The cdk-assets version package.json pins, for the pipeline's asset-publishing steps
+    (CDK Pipelines installs ``cdk-assets@latest`` when given none)."""
+    package = json.loads((project_root / "package.json").read_text())
+    version = package.get("devDependencies", {}).get("cdk-assets")
+    return str(version) if version else None
 
 
 def synth_commands(pipeline_file: PurePosixPath) -> list[str]:
@@ -105,11 +114,13 @@ class PipelineStack(cdk.Stack):
         config: PipelineFileConfig,
         pipeline_file: PurePosixPath,
         cli_version: str | None = None,
+        cdk_assets_version: str | None = None,
         **kwargs: Any,
     ) -> None:
         """``pipeline_file``: the pipeline file, relative to the repository root (the synth step
         synthesizes it). ``cli_version``: the aws-cdk CLI the self-mutation step installs;
-        None: the latest."""
+        None: the latest. ``cdk_assets_version``: the cdk-assets the asset-publishing steps
+        install; None: the latest."""
         super().__init__(
             scope,
             construct_id,
@@ -143,6 +154,7 @@ class PipelineStack(cdk.Stack):
             cross_account_keys=True,
             enable_key_rotation=True,
             cli_version=cli_version,
+            cdk_assets_cli_version=cdk_assets_version,
             code_build_defaults=pipelines.CodeBuildOptions(
                 build_environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE)
             ),
@@ -385,13 +397,17 @@ def build_delivery_pipeline(
     pipeline_file: PurePosixPath,
     cli_version: str | None = None,
 ) -> DeliveryPipeline:
-    """The pipeline of ``config`` under ``scope`` (the App) and one Stage per loaded stage."""
+    """The pipeline of ``config`` under ``scope`` (the App) and one Stage per loaded stage.
+
+    The asset-publishing steps install the cdk-assets that ``project_root``'s package.json pins.
+    """
     pipeline = PipelineStack(
         scope,
         pipeline_stack_id(config),
         config=config,
         pipeline_file=pipeline_file,
         cli_version=cli_version,
+        cdk_assets_version=pinned_cdk_assets_version(project_root),
     )
     built = DeliveryPipeline(pipeline)
     for loaded in stages:

@@ -1,9 +1,10 @@
 """hyperpod_cdk: AWS CDK constructs for a complete Amazon SageMaker HyperPod environment.
 
 The constructs take real CDK objects (``ec2.IVpc``, ``ec2.ISubnet``,
-``ec2.ISecurityGroup``, ``kms.IKey``, ``s3.IBucket``, a :class:`FileSystemHandle`)
-so a platform team can compose them with its own resources, or adopt existing
-ones; the typed config models describe a whole environment (or one section of
+``ec2.ISecurityGroup``, ``kms.IKey``, ``s3.IBucket``, an ``aws_eks_v2.ICluster``
+through :class:`AdoptedEksCluster`, a :class:`FileSystemHandle`, also built from
+an ``aws_fsx.LustreFileSystem``) so a platform team can compose them with its own
+resources, or adopt existing ones; the typed config models describe a whole environment (or one section of
 it) and validate it with messages that name the key.
 
 Everything listed in ``__all__`` can be imported from here::

@@ -4,6 +4,7 @@ create nothing of their own in their place; the compliance packs stay clean."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +13,8 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks_v2
+from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
@@ -250,3 +253,234 @@ def test_an_eks_cluster_is_adopted_for_the_dependencies_and_the_cluster(
     # a handler role of its own gets a cluster-admin access entry; a given role has one already
     entries = _resources(template, "AWS::EKS::AccessEntry")
     assert len(entries) == (1 if kubectl_role_arn is None else 0)
+
+
+def _fsx_storage(cluster: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = cluster["InstanceGroups"][0]["InstanceStorageConfigs"][0]
+    return config["FsxLustreConfig"]
+
+
+def test_a_handle_from_an_fsx_l2_file_system_points_the_cluster_at_its_attributes() -> None:
+    def build(stack: cdk.Stack) -> None:
+        adopted = Adopted(stack)
+        lustre = fsx.LustreFileSystem(
+            stack,
+            "PlatformLustre",
+            vpc=adopted.vpc,
+            vpc_subnet=adopted.subnet,
+            security_group=adopted.group,
+            storage_capacity_gib=1200,
+            kms_key=kms.Key.from_key_arn(stack, "Key", KEY_ARN),
+            lustre_configuration=fsx.LustreConfiguration(
+                deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
+                per_unit_storage_throughput=250,
+            ),
+        )
+        HyperPodCluster(
+            stack,
+            "Cluster",
+            config=_cluster_config(),
+            cluster_name="adopter",
+            execution_role_arn=ROLE_ARN,
+            lifecycle=LIFECYCLE,
+            subnets={AZ_ID: adopted.subnet},
+            main_az_id=AZ_ID,
+            security_groups=[adopted.group],
+            file_system=FileSystemHandle.from_lustre_file_system(lustre, "/lustre"),
+        )
+
+    template, found = _synth(build)
+    assert found == []
+    [(fsx_id, _)] = [
+        (logical_id, r)
+        for logical_id, r in template["Resources"].items()
+        if r["Type"] == "AWS::FSx::FileSystem"
+    ]
+    storage = _fsx_storage(_resources(template, "AWS::SageMaker::Cluster")[0]["Properties"])
+    assert storage["MountName"] == {"Fn::GetAtt": [fsx_id, "LustreMountName"]}
+    assert storage["MountPath"] == "/lustre"
+    # the L2's DNS name: <file system id>.fsx.<region>.<url suffix>
+    assert storage["DnsName"] == {
+        "Fn::Join": ["", [{"Ref": fsx_id}, f".fsx.{REGION}.", {"Ref": "AWS::URLSuffix"}]]
+    }
+
+
+def test_a_handle_from_an_imported_fsx_file_system_needs_its_mount_name() -> None:
+    stack = cdk.Stack(cdk.App(), "importing")
+    imported = fsx.LustreFileSystem.from_lustre_file_system_attributes(
+        stack,
+        "Imported",
+        file_system_id=FILE_SYSTEM.file_system_id,
+        dns_name=FILE_SYSTEM.dns_name,
+        security_group=ec2.SecurityGroup.from_security_group_id(stack, "Group", GROUP_ID),
+    )
+    with pytest.raises(ValueError, match=r"imported Lustre file system has no mount_name: pass"):
+        FileSystemHandle.from_lustre_file_system(imported)
+    handle = FileSystemHandle.from_lustre_file_system(imported, "/lustre", mount_name="abcdefgh")
+    assert handle == FILE_SYSTEM
+
+
+@pytest.mark.parametrize(
+    ("mount_path", "message"),
+    [
+        ("fsx", r"mount_path 'fsx' is not a plain absolute path; give one like /fsx"),
+        ("/data/../etc", r"mount_path '/data/../etc' is not a plain absolute path"),
+        ("/opt/sagemaker", r"mount_path '/opt/sagemaker' is a system directory"),
+    ],
+)
+def test_a_handle_rejects_a_mount_path_that_is_no_place_to_mount(
+    mount_path: str, message: str
+) -> None:
+    stack = cdk.Stack(cdk.App(), "importing")
+    imported = fsx.LustreFileSystem.from_lustre_file_system_attributes(
+        stack,
+        "Imported",
+        file_system_id=FILE_SYSTEM.file_system_id,
+        dns_name=FILE_SYSTEM.dns_name,
+        security_group=ec2.SecurityGroup.from_security_group_id(stack, "Group", GROUP_ID),
+    )
+    with pytest.raises(ValueError, match=message):
+        FileSystemHandle.from_lustre_file_system(imported, mount_path, mount_name="abcdefgh")
+    with pytest.raises(ValueError, match=message):
+        FileSystemHandle("fs-0123456789abcdef0", "dns", "abcdefgh", mount_path)
+
+
+def test_a_lustre_file_system_rejects_a_key_given_twice() -> None:
+    stack = cdk.Stack(cdk.App(), "keyed", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    adopted = Adopted(stack)
+    with pytest.raises(ValueError) as error:
+        LustreFileSystem(
+            stack,
+            "Lustre",
+            config=FsxConfig(kms_key_arn=KEY_ARN),
+            subnet=adopted.subnet,
+            security_groups=[adopted.group],
+            kms_key=kms.Key.from_key_arn(stack, "Key", KEY_ARN),
+        )
+    assert str(error.value) == (
+        f"both kms_key and storage.fsx.kms_key_arn ({KEY_ARN}) name the key of the file system; "
+        "give only one of them"
+    )
+
+
+def test_a_lustre_file_system_uses_the_key_of_its_config() -> None:
+    def build(stack: cdk.Stack) -> None:
+        adopted = Adopted(stack)
+        LustreFileSystem(
+            stack,
+            "Lustre",
+            config=FsxConfig(kms_key_arn=KEY_ARN),
+            subnet=adopted.subnet,
+            security_groups=[adopted.group],
+        )
+
+    template, _ = _synth(build)
+    assert _resources(template, "AWS::KMS::Key") == []
+    [file_system] = _resources(template, "AWS::FSx::FileSystem")
+    assert file_system["Properties"]["KmsKeyId"] == "1234abcd-12ab-34cd-56ef-1234567890ab"
+
+
+SERVICE_TOKEN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:platform-kubectl"
+
+
+def _imported_eks(stack: cdk.Stack, *, with_provider: bool) -> eks_v2.ICluster:
+    provider = (
+        eks_v2.KubectlProvider.from_kubectl_provider_attributes(
+            stack, "PlatformKubectl", service_token=SERVICE_TOKEN
+        )
+        if with_provider
+        else None
+    )
+    return eks_v2.Cluster.from_cluster_attributes(
+        stack, "PlatformEks", cluster_name="ml-shared", kubectl_provider=provider
+    )
+
+
+@pytest.mark.parametrize("with_provider", [True, False])
+def test_an_eks_cluster_is_adopted_from_an_icluster(with_provider: bool) -> None:
+    def build(stack: cdk.Stack) -> None:
+        adopted = Adopted(stack)
+        kubectl: dict[str, Any] = (
+            {}
+            if with_provider
+            else {
+                "vpc": adopted.vpc,
+                "kubectl_subnets": [adopted.subnet],
+                "kubectl_security_groups": [adopted.group],
+            }
+        )
+        eks = AdoptedEksCluster(
+            stack,
+            "Eks",
+            cluster=_imported_eks(stack, with_provider=with_provider),
+            kubernetes_version="1.33",
+            **kubectl,
+        )
+        HyperPodDependencies(
+            stack, "Dependencies", cluster=eks, region=REGION, enabled=["deep_health_check"]
+        )
+        HyperPodCluster(
+            stack,
+            "Cluster",
+            config=_cluster_config(),
+            cluster_name="adopter-eks",
+            execution_role_arn=ROLE_ARN,
+            lifecycle=LIFECYCLE,
+            subnets={AZ_ID: adopted.subnet},
+            main_az_id=AZ_ID,
+            security_groups=[adopted.group],
+            eks_cluster_arn=eks.cluster_arn,
+        )
+
+    template, found = _synth(build)
+    assert found == []
+    assert _resources(template, "AWS::EKS::Cluster") == []
+    manifests = _resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
+    assert manifests
+    assert all(m["Properties"]["ClusterName"] == "ml-shared" for m in manifests)
+    cluster = _resources(template, "AWS::SageMaker::Cluster")[0]["Properties"]
+    assert "cluster/ml-shared" in json.dumps(cluster["Orchestrator"]["Eks"]["ClusterArn"])
+    entries = _resources(template, "AWS::EKS::AccessEntry")
+    if with_provider:
+        # the cluster's own kubectl provider applies the manifests; nothing of ours runs them
+        assert all(m["Properties"]["ServiceToken"] == SERVICE_TOKEN for m in manifests)
+        assert _resources(template, "AWS::Lambda::Function") == []
+        assert entries == []
+    else:
+        # a new handler in the given subnets, let into the cluster by an access entry
+        assert all(m["Properties"]["ServiceToken"] != SERVICE_TOKEN for m in manifests)
+        [entry] = entries
+        assert entry["Properties"]["ClusterName"] == "ml-shared"
+        handlers = [
+            f
+            for f in _resources(template, "AWS::Lambda::Function")
+            if f["Properties"].get("VpcConfig", {}).get("SubnetIds") == [SUBNET_ID]
+        ]
+        assert handlers
+
+
+def test_an_adopted_eks_cluster_takes_exactly_one_of_arn_and_cluster() -> None:
+    stack = cdk.Stack(cdk.App(), "adopting", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    cluster = _imported_eks(stack, with_provider=True)
+    message = r"takes exactly one of cluster_arn .* or cluster \(an aws_eks_v2.ICluster\); got "
+    with pytest.raises(ValueError, match=message + "both"):
+        AdoptedEksCluster(stack, "Both", cluster_arn=EKS_ARN, cluster=cluster)
+    with pytest.raises(ValueError, match=message + "neither"):
+        AdoptedEksCluster(stack, "Neither")
+
+
+def test_an_adopted_eks_cluster_with_a_kubectl_provider_takes_no_kubectl_settings() -> None:
+    stack = cdk.Stack(cdk.App(), "adopting", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    adopted = Adopted(stack)
+    with pytest.raises(ValueError) as error:
+        AdoptedEksCluster(
+            stack,
+            "Eks",
+            cluster=_imported_eks(stack, with_provider=True),
+            kubectl_subnets=[adopted.subnet],
+        )
+    assert str(error.value) == (
+        "cluster ml-shared already has a kubectl provider, which applies the manifests; leave "
+        "out kubectl_subnets, kubectl_security_groups and kubectl_role_arn (they configure a "
+        "new one)"
+    )

@@ -112,7 +112,7 @@ def test_cdk_framework_functions_carry_exactly_their_skips(synthesized) -> None:
     }  # fmt: skip
     eks = synthesized("eks-full")
     # the kubectl functions run in the VPC: CKV_AWS_117 passes and is not skipped
-    for prefix in ("EksKubectlProviderHandler", "EksKubectlProviderframeworkonEvent"):
+    for prefix in ("EksClusterKubectlProviderHandler", "EksClusterKubectlProviderframeworkonEvent"):
         assert skips(eks, "eks-dependencies", prefix) == {
             "CKV_AWS_115",
             "CKV_AWS_116",

@@ -8,6 +8,7 @@ control-plane logging are asserted here.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -270,8 +271,8 @@ def test_one_manifest_per_enabled_dependency(path: Path, synthesized) -> None:
     names = set(found)
     for key in DEPENDENCY_KEYS:
         construct = "".join(p.capitalize() for p in key.split("_"))
-        present = any(n.startswith(f"EksDependencies{construct}") or
-                      n.startswith(f"Eks{construct}") for n in names)  # fmt: skip
+        # Eks<Component> on an adopted cluster, EksCluster<Component> on a created one
+        present = any(re.match(f"Eks(Cluster)?{construct}[0-9A-F]{{8}}$", n) for n in names)
         assert present == (key in enabled), key
 
 

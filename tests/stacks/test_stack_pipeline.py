@@ -10,6 +10,7 @@ show: a finding inside a Stage, the packs registered, and the destroy_data flag.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -119,6 +120,16 @@ def test_the_pipeline_updates_itself_with_the_pinned_cdk_cli(pipeline: PipelineS
     assert phases["install"]["commands"] == [f"npm install -g aws-cdk@{pinned}"]
     [deploy] = phases["build"]["commands"]
     assert deploy.startswith(f"cdk -a . deploy {pipeline.pipeline_stack_name} ")
+
+
+def test_assets_are_published_with_the_pinned_cdk_assets(pipeline: PipelineSynth) -> None:
+    actions = pipeline.actions("Assets")
+    assert actions  # the lifecycle scripts and the handlers' code are file assets
+    pinned = json.loads((PROJECT_ROOT / "package.json").read_text())["devDependencies"]
+    assert re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", pinned["cdk-assets"])  # exact, not a range
+    for action in actions:
+        install = pipeline.buildspec(action)["phases"]["install"]["commands"]
+        assert install == [f"npm install -g cdk-assets@{pinned['cdk-assets']}"]
 
 
 def test_the_stages_run_in_file_order_once_the_pipeline_is_updated(

@@ -142,6 +142,11 @@ class HyperPodEksCluster(Construct):
     :param secrets_key: the KMS key of the envelope encryption of Kubernetes
         secrets (an existing ``kms.IKey``); a new rotating key when left out.
     :param removal_policy: DESTROY (default) deletes the cluster with the stack.
+    :param kubectl_scope: where to create the kubectl handler (with its
+        cluster-admin access entry), the early core add-ons and the manifests of
+        :meth:`add_manifest`. Give a construct in another stack, one that waits
+        for the VPC's egress (the handler calls the EKS and STS APIs), and the
+        control plane's stack waits for neither; default: this construct.
     """
 
     def __init__(
@@ -160,8 +165,10 @@ class HyperPodEksCluster(Construct):
         admin_principal_arns: Sequence[str] = (),
         secrets_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY,
+        kubectl_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.kubectl_scope: Construct = kubectl_scope or self
         if len(subnets) < 2:
             raise ValueError("the EKS control plane needs subnets in at least two AZs")
         unknown = sorted(set(logging) - set(_LOG_TYPES))
@@ -191,7 +198,9 @@ class HyperPodEksCluster(Construct):
             # HyperPod instance groups are the nodes: no node group, no Auto Mode
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
-            kubectl_provider_options=eks.KubectlProviderOptions(
+            kubectl_provider_options=None
+            if kubectl_scope
+            else eks.KubectlProviderOptions(
                 kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version),
                 private_subnets=list(subnets),
             ),
@@ -199,6 +208,24 @@ class HyperPodEksCluster(Construct):
         )
         # jsii's Cluster class does implement ICluster; mypy cannot see it
         self.cluster: eks.ICluster = cast(eks.ICluster, created)
+        # the cluster as the manifests see it: with a kubectl provider
+        self.kubectl_cluster: eks.ICluster = self.cluster
+        self.kubectl: AdoptedEksCluster | None = None
+        if kubectl_scope is not None:
+            # the handler on an import of the cluster there: a provider built into eks.Cluster
+            # would sit in the cluster's own stack. It joins the control plane's group, whose
+            # self rule lets it reach a private endpoint.
+            self.kubectl = AdoptedEksCluster(
+                kubectl_scope,
+                "Cluster",
+                cluster=self.cluster,
+                vpc=vpc,
+                kubectl_subnets=subnets,
+                kubectl_security_groups=list(security_groups[:1])
+                or [created.cluster_security_group],
+                kubernetes_version=kubernetes_version,
+            )
+            self.kubectl_cluster = self.kubectl.cluster
         if endpoint_access == "public" and public_access_cidrs:
             cfn_cluster = self.cluster.node.default_child
             assert isinstance(cfn_cluster, cdk.CfnResource)
@@ -214,7 +241,7 @@ class HyperPodEksCluster(Construct):
         self.cluster_arn = self.cluster.cluster_arn
         self.core_addons = {
             name: pinned_addon(
-                self,
+                self.kubectl_scope,
                 "".join(p.capitalize() for p in name.split("-")) + "Addon",
                 cluster_name=self.cluster_name,
                 name=name,
@@ -232,10 +259,14 @@ class HyperPodEksCluster(Construct):
             )
         self._acknowledge_cluster_findings()
         self._acknowledge_configured_exposure(endpoint_access, public_access_cidrs, logging)
-        acknowledge_kubectl_provider(self.cluster)
+        if self.kubectl is None:
+            acknowledge_kubectl_provider(self.cluster)
 
     def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
-        """Apply Kubernetes ``objects`` (in order) with the cluster's kubectl handler."""
+        """Apply Kubernetes ``objects`` (in order) with the cluster's kubectl handler
+        (in ``kubectl_scope``)."""
+        if self.kubectl is not None:
+            return self.kubectl.add_manifest(construct_id, *objects)
         return _manifest(self, construct_id, self.cluster, objects)
 
     def _acknowledge_configured_exposure(
@@ -285,22 +316,35 @@ def _endpoint_access(kind: str, cidrs: Sequence[str]) -> eks.EndpointAccess:
 class AdoptedEksCluster(Construct):
     """An existing EKS cluster (authentication mode ``API`` or ``API_AND_CONFIG_MAP``).
 
-    Manifests reach it through a kubectl handler in ``kubectl_subnets`` with
-    ``kubectl_security_groups``: give it the HyperPod subnet and node groups,
-    which must reach the cluster's endpoint anyway.
+    Give exactly one of ``cluster_arn`` (a cluster outside this app) or
+    ``cluster`` (an ``aws_eks_v2.ICluster``: one imported with
+    ``eks.Cluster.from_cluster_attributes``, or another app construct's).
+
+    When ``cluster`` already has a kubectl provider, manifests go through it
+    (its owner has let it into the cluster) and this construct creates nothing.
+    Otherwise manifests reach the cluster through a new kubectl handler in
+    ``kubectl_subnets`` with ``kubectl_security_groups``: give it the HyperPod
+    subnet and node groups, which must reach the cluster's endpoint anyway.
 
     :param cluster_arn: the cluster's ARN.
-    :param vpc: the cluster's VPC (created or adopted).
-    :param kubectl_subnets: private subnets the kubectl handler runs in; they
-        must reach the cluster's API endpoint.
-    :param kubectl_security_groups: security groups of the kubectl handler; the
-        cluster's endpoint must let them in.
-    :param kubectl_role_arn: the handler's execution role, trusted by
+    :param cluster: the cluster as an ``aws_eks_v2.ICluster``.
+    :param vpc: the cluster's VPC (created or adopted); needed for a new
+        kubectl handler in ``kubectl_subnets``; ``cluster.vpc`` when left out
+        and ``cluster`` has one.
+    :param kubectl_subnets: private subnets the new kubectl handler runs in;
+        they must reach the cluster's API endpoint. None: the handler runs
+        outside a VPC (a public endpoint only).
+    :param kubectl_security_groups: security groups of the new kubectl handler;
+        the cluster's endpoint must let them in.
+    :param kubectl_role_arn: the new handler's execution role, trusted by
         ``lambda.amazonaws.com``, that already has a cluster-admin access
         entry. When ``None`` the handler gets a new role and this construct
         gives it a cluster-admin access entry (no manual step).
-    :param kubernetes_version: the cluster's version (picks the kubectl layer);
-        ``1.35`` when left out.
+    :param kubernetes_version: the cluster's version (picks the kubectl layer
+        of a new handler); ``1.35`` when left out.
+
+    :ivar cluster: the cluster, as an ``ICluster`` with a kubectl provider.
+    :ivar cluster_name: its name. :ivar cluster_arn: its ARN.
     """
 
     def __init__(
@@ -308,19 +352,50 @@ class AdoptedEksCluster(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster_arn: str,
-        vpc: ec2.IVpc,
-        kubectl_subnets: Sequence[ec2.ISubnet],
-        kubectl_security_groups: Sequence[ec2.ISecurityGroup],
+        cluster_arn: str | None = None,
+        cluster: eks.ICluster | None = None,
+        vpc: ec2.IVpc | None = None,
+        kubectl_subnets: Sequence[ec2.ISubnet] = (),
+        kubectl_security_groups: Sequence[ec2.ISecurityGroup] = (),
         kubectl_role_arn: str | None = None,
         kubernetes_version: str = "1.35",
     ) -> None:
         super().__init__(scope, construct_id)
-        name = cdk.Arn.split(cluster_arn, cdk.ArnFormat.SLASH_RESOURCE_NAME).resource_name
-        if not name:
-            raise ValueError(f"{cluster_arn!r} is not an EKS cluster ARN")
-        self.cluster_name: str = name
-        self.cluster_arn = cluster_arn
+        if (cluster_arn is None) == (cluster is None):
+            raise ValueError(
+                "AdoptedEksCluster takes exactly one of cluster_arn (the ARN of an existing "
+                "cluster) or cluster (an aws_eks_v2.ICluster); got "
+                + ("both" if cluster is not None else "neither")
+            )
+        self.kubectl_access: eks.AccessEntry | None = None
+        if cluster is not None and cluster.kubectl_provider is not None:
+            if kubectl_subnets or kubectl_security_groups or kubectl_role_arn:
+                raise ValueError(
+                    f"cluster {cluster.cluster_name} already has a kubectl provider, which "
+                    "applies the manifests; leave out kubectl_subnets, kubectl_security_groups "
+                    "and kubectl_role_arn (they configure a new one)"
+                )
+            self.cluster: eks.ICluster = cluster
+            self.kubectl_cluster: eks.ICluster = cluster
+            self.cluster_name: str = cluster.cluster_name
+            self.cluster_arn: str = cluster.cluster_arn
+            return
+        if cluster is not None:
+            name = cluster.cluster_name
+            self.cluster_arn = cluster.cluster_arn
+            vpc = vpc or _vpc_of(cluster)
+        else:
+            assert cluster_arn is not None
+            arn_name = cdk.Arn.split(cluster_arn, cdk.ArnFormat.SLASH_RESOURCE_NAME).resource_name
+            if not arn_name:
+                raise ValueError(f"{cluster_arn!r} is not an EKS cluster ARN")
+            name = arn_name
+            self.cluster_arn = cluster_arn
+        if kubectl_subnets and vpc is None:
+            raise ValueError(
+                "a kubectl handler in kubectl_subnets needs the cluster's VPC: pass vpc="
+            )
+        self.cluster_name = name
         role = (
             iam.Role.from_role_arn(self, "KubectlRole", kubectl_role_arn, mutable=False)
             if kubectl_role_arn
@@ -334,15 +409,16 @@ class AdoptedEksCluster(Construct):
             "KubectlProvider",
             cluster=plain,
             kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version),
-            private_subnets=list(kubectl_subnets),
-            security_groups=list(kubectl_security_groups),
+            private_subnets=list(kubectl_subnets) or None,
+            security_groups=list(kubectl_security_groups) or None,
             role=role,
         )
-        self.cluster: eks.ICluster = eks.Cluster.from_cluster_attributes(
+        self.cluster = eks.Cluster.from_cluster_attributes(
             self, "Cluster", cluster_name=name, vpc=vpc, kubectl_provider=provider
         )
+        # (the same name as HyperPodEksCluster's: the cluster with a kubectl provider)
+        self.kubectl_cluster = self.cluster
         acknowledge_kubectl_provider(self.cluster)
-        self.kubectl_access: eks.AccessEntry | None = None
         if role is None and provider.role is not None:
             self.kubectl_access = eks.AccessEntry(
                 self,
@@ -358,6 +434,15 @@ class AdoptedEksCluster(Construct):
         if self.kubectl_access is not None:
             manifest.node.add_dependency(self.kubectl_access)
         return manifest
+
+
+def _vpc_of(cluster: eks.ICluster) -> ec2.IVpc | None:
+    """The VPC of ``cluster``; ``None`` for a cluster imported without one (whose
+    ``vpc`` raises instead of returning nothing)."""
+    try:
+        return cluster.vpc
+    except Exception:  # jsii: '"vpc" is not defined for this imported cluster'
+        return None
 
 
 def _manifest(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -11,7 +12,11 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IDependable
 
+from hyperpod_cdk.config.facts import RESERVED_MOUNT_PATHS
 from hyperpod_cdk.config.models import FsxConfig
+
+# what storage.fsx.mount_path accepts (hyperpod_cdk.config.models.AbsolutePath)
+_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9._/-]*$")
 
 
 @dataclass(frozen=True)
@@ -19,9 +24,10 @@ class FileSystemHandle:
     """What a HyperPod cluster needs to mount a Lustre file system.
 
     This is how an existing file system is adopted: build the handle from its
-    attributes (or :meth:`from_config`) and pass it where a
-    :attr:`LustreFileSystem.handle` would go. Values may be CloudFormation
-    tokens (a file system of this app) or literals (an adopted one).
+    attributes, from the ``storage.fsx`` config (:meth:`from_config`) or from
+    an ``aws_fsx.LustreFileSystem`` (:meth:`from_lustre_file_system`), and
+    pass it where a :attr:`LustreFileSystem.handle` would go. Values may be
+    CloudFormation tokens (a file system of this app) or literals (an adopted one).
 
     :param file_system_id: e.g. ``fs-0123456789abcdef0``.
     :param dns_name: the file system's DNS name.
@@ -35,6 +41,9 @@ class FileSystemHandle:
     mount_name: str
     mount_path: str = "/fsx"
 
+    def __post_init__(self) -> None:
+        _check_mount_path(self.mount_path)
+
     @classmethod
     def from_config(cls, config: FsxConfig) -> FileSystemHandle:
         """The handle of the adopted file system named by ``storage.fsx``."""
@@ -43,6 +52,61 @@ class FileSystemHandle:
                 "storage.fsx needs file_system_id, dns_name and mount_name to adopt a file system"
             )
         return cls(config.file_system_id, config.dns_name, config.mount_name, config.mount_path)
+
+    @classmethod
+    def from_lustre_file_system(
+        cls,
+        file_system: fsx.IFileSystem,
+        mount_path: str = "/fsx",
+        *,
+        mount_name: str | None = None,
+    ) -> FileSystemHandle:
+        """The handle of an ``aws_fsx`` Lustre file system: one this app creates
+        (``fsx.LustreFileSystem``) or one imported with
+        ``fsx.LustreFileSystem.from_lustre_file_system_attributes``.
+
+        :param file_system: the file system; its ``file_system_id`` and
+            ``dns_name`` (and ``mount_name``, which only a created one has) are used.
+        :param mount_path: where the nodes mount it; ``/fsx`` when left out.
+        :param mount_name: its Lustre mount name; needed for an imported file
+            system (its attributes have none), taken from ``file_system`` when left out.
+        """
+        dns_name = getattr(file_system, "dns_name", None)
+        own_mount_name = getattr(file_system, "mount_name", None)
+        if mount_name is not None and own_mount_name is not None:
+            raise ValueError(
+                "give mount_name only for an imported file system; this one has its own mount_name"
+            )
+        mount_name = mount_name or own_mount_name
+        if not dns_name:
+            raise ValueError(
+                f"{file_system.file_system_id!r} has no dns_name: pass an fsx.LustreFileSystem "
+                "(created, or imported with from_lustre_file_system_attributes)"
+            )
+        if not mount_name:
+            raise ValueError(
+                "an imported Lustre file system has no mount_name: pass mount_name= "
+                "(aws fsx describe-file-systems: LustreConfiguration.MountName)"
+            )
+        return cls(file_system.file_system_id, dns_name, mount_name, mount_path)
+
+
+def _check_mount_path(mount_path: str) -> None:
+    if cdk.Token.is_unresolved(mount_path):
+        return
+    if (
+        not _ABSOLUTE_PATH.match(mount_path)
+        or "//" in mount_path
+        or any(part in (".", "..") for part in mount_path.split("/"))
+    ):
+        raise ValueError(
+            f"mount_path {mount_path!r} is not a plain absolute path; give one like /fsx"
+        )
+    if (mount_path.rstrip("/") or "/") in RESERVED_MOUNT_PATHS:
+        raise ValueError(
+            f"mount_path {mount_path!r} is a system directory; mount the file system elsewhere, "
+            "e.g. /fsx"
+        )
 
 
 class LustreFileSystem(Construct):
@@ -62,7 +126,8 @@ class LustreFileSystem(Construct):
         EFA group of the nodes, so Lustre and EFA traffic flow within the group.
     :param kms_key: the key that encrypts the file system (an existing
         ``kms.IKey``); when left out, the key of ``config.kms_key_arn`` if set,
-        else a new rotating key that is retained with the data.
+        else a new rotating key that is retained with the data. Giving both
+        ``kms_key`` and ``config.kms_key_arn`` is an error.
     :param depends_on: constructs that must exist first, e.g. the security
         group rules (FSx fails with ``InvalidNetworkSettings`` without them);
         none when left out.
@@ -85,6 +150,11 @@ class LustreFileSystem(Construct):
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
+        if kms_key is not None and config.kms_key_arn:
+            raise ValueError(
+                f"both kms_key and storage.fsx.kms_key_arn ({config.kms_key_arn}) name the key of "
+                "the file system; give only one of them"
+            )
         if kms_key is None:
             kms_key = (
                 kms.Key.from_key_arn(self, "Key", config.kms_key_arn)
