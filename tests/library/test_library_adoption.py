@@ -32,9 +32,11 @@ from hyperpod_cdk import (
     FsxConfig,
     HyperPodCluster,
     HyperPodDependencies,
+    HyperPodNetwork,
     InstanceGroup,
     LifecycleRef,
     LustreFileSystem,
+    NetworkConfig,
     register_compliance_packs,
 )
 
@@ -484,3 +486,93 @@ def test_an_adopted_eks_cluster_with_a_kubectl_provider_takes_no_kubectl_setting
         "out kubectl_subnets, kubectl_security_groups and kubectl_role_arn (they configure a "
         "new one)"
     )
+
+
+def test_a_network_adopts_an_ivpc_and_its_subnets_and_creates_only_the_node_group() -> None:
+    built: dict[str, HyperPodNetwork] = {}
+
+    def build(stack: cdk.Stack) -> None:
+        adopted = Adopted(stack)
+        other = ec2.Subnet.from_subnet_attributes(
+            stack,
+            "Other",
+            subnet_id="subnet-0fedcba9876543210",
+            availability_zone="us-west-2a",
+            route_table_id="rtb-0fedcba9876543210",
+        )
+        built["net"] = HyperPodNetwork(
+            stack,
+            "Network",
+            network=NetworkConfig(availability_zone_id=AZ_ID, interface_endpoints=["ssm"]),
+            vpc=adopted.vpc,
+            compute_subnets={AZ_ID: adopted.subnet, "usw2-az1": other},
+            logs_key=kms.Key.from_key_arn(stack, "LogsKey", KEY_ARN),
+        )
+
+    template, found = _synth(build)
+    assert found == []
+    net = built["net"]
+    assert net.compute_subnet.subnet_id == SUBNET_ID
+    assert set(net.compute_subnets) == {AZ_ID, "usw2-az1"}
+    types = {r["Type"] for r in template["Resources"].values()}
+    # no VPC, subnet, route, NAT or flow log: the node group, the endpoint and its group only
+    assert {t for t in types if not t.startswith("AWS::EC2::SecurityGroup")} == {
+        "AWS::EC2::VPCEndpoint"
+    }
+    for group in _resources(template, "AWS::EC2::SecurityGroup"):
+        assert group["Properties"]["VpcId"] == VPC_ID
+    (endpoint,) = _resources(template, "AWS::EC2::VPCEndpoint")
+    assert endpoint["Properties"]["VpcId"] == VPC_ID
+    assert endpoint["Properties"]["SubnetIds"] == [SUBNET_ID, "subnet-0fedcba9876543210"]
+
+
+@pytest.mark.parametrize(
+    ("config", "objects", "messages"),
+    [
+        pytest.param(
+            {"vpc_id": VPC_ID, "compute_subnet_id": SUBNET_ID},
+            True,
+            [f"both vpc= and network.vpc_id ({VPC_ID}) name the VPC", "compute_subnet_id is set"],
+            id="vpc-twice",
+        ),
+        pytest.param(
+            {"cidr": "10.8.0.0/16", "nat_gateways": 2},
+            True,
+            [
+                "network.cidr applies only to a VPC the construct creates",
+                "network.nat_gateways applies only to a VPC the construct creates",
+            ],
+            id="new-vpc-keys",
+        ),
+        pytest.param({}, False, ["compute_subnets= needs vpc="], id="subnets-without-vpc"),
+    ],
+)
+def test_a_network_rejects_every_contradiction_of_an_adopted_ivpc_at_once(
+    config: dict[str, Any], objects: bool, messages: list[str]
+) -> None:
+    stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    adopted = Adopted(stack)
+    with pytest.raises(ValueError) as raised:
+        HyperPodNetwork(
+            stack,
+            "Network",
+            network=NetworkConfig(availability_zone_id=AZ_ID, **config),
+            vpc=adopted.vpc if objects else None,
+            compute_subnets={AZ_ID: adopted.subnet},
+        )
+    for message in messages:
+        assert message in str(raised.value)
+
+
+def test_a_network_on_an_ivpc_needs_the_subnet_of_the_main_az() -> None:
+    stack = cdk.Stack(cdk.App(), "s", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    adopted = Adopted(stack)
+    with pytest.raises(ValueError, match="compute_subnets= with the HyperPod subnet of "
+                       r"network.availability_zone_id \(usw2-az2\)"):  # fmt: skip
+        HyperPodNetwork(
+            stack,
+            "Network",
+            network=NetworkConfig(availability_zone_id=AZ_ID),
+            vpc=adopted.vpc,
+            compute_subnets={"usw2-az1": adopted.subnet},
+        )

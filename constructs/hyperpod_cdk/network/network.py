@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
@@ -34,6 +34,46 @@ def small_subnet_cidr(
     return list(quarter.subnets(new_prefix=max(_SMALL_SUBNET_PREFIX, quarter.prefixlen)))[index]
 
 
+# what only a VPC the construct creates uses: set in the config of an adopted ec2.IVpc, it
+# would be silently ignored
+_NEW_VPC_KEYS = (
+    "cidr",
+    "compute_cidr",
+    "additional_compute_cidrs",
+    "nat_gateways",
+    "closed_network",
+    "eks_availability_zone_ids",
+)
+
+
+def _check_adopted_objects(
+    net: NetworkConfig, vpc: ec2.IVpc | None, subnets: Mapping[str, ec2.ISubnet] | None
+) -> None:
+    """Every way ``vpc=`` / ``compute_subnets=`` contradict the config, in one error."""
+    problems = []
+    if vpc is None:
+        if subnets is not None:
+            problems.append("compute_subnets= needs vpc= (the VPC they are in)")
+    else:
+        if net.vpc_id is not None:
+            problems.append(
+                f"both vpc= and network.vpc_id ({net.vpc_id}) name the VPC; give only one"
+            )
+        for key in ("compute_subnet_id", "additional_compute_subnet_ids"):
+            if net.is_set(key):
+                problems.append(f"network.{key} is set: with vpc=, give compute_subnets= instead")
+        for key in _NEW_VPC_KEYS:
+            if net.is_set(key):
+                problems.append(f"network.{key} applies only to a VPC the construct creates")
+        if subnets is None or net.availability_zone_id not in subnets:
+            problems.append(
+                "vpc= needs compute_subnets= with the HyperPod subnet of "
+                f"network.availability_zone_id ({net.availability_zone_id})"
+            )
+    if problems:
+        raise ValueError("HyperPodNetwork: " + "; ".join(problems))
+
+
 def _az_logical_suffix(az_id: str) -> str:
     return "".join(part.capitalize() for part in az_id.split("-"))
 
@@ -59,10 +99,15 @@ class HyperPodNetwork(Construct):
     nodes; ``network.security_group_ids`` are added beside it.
 
     A VPC that is already an ``ec2.IVpc`` in your app (your own ``ec2.Vpc``, or
-    ``ec2.Vpc.from_vpc_attributes``) does not need this construct: give it, its
-    HyperPod subnet and an :class:`EfaSecurityGroup` to the other constructs.
+    ``ec2.Vpc.from_vpc_attributes``) is adopted with ``vpc=`` and its HyperPod
+    subnets with ``compute_subnets=`` (by AZ ID); the config then names no VPC
+    or subnet ids and none of the new-VPC keys.
 
     :param network: the ``network`` section of the config.
+    :param vpc: an existing ``ec2.IVpc`` to adopt, instead of ``network.vpc_id``.
+    :param compute_subnets: with ``vpc``: its HyperPod subnets by AZ ID, the
+        main ``network.availability_zone_id`` among them (instead of
+        ``compute_subnet_id`` and ``additional_compute_subnet_ids``).
     :param database_az_ids: AZ IDs of the database subnets to create (new VPC);
         none when left out.
     :param database_subnet_ids: adopted database subnets (adopted VPC); none
@@ -91,6 +136,8 @@ class HyperPodNetwork(Construct):
         construct_id: str,
         *,
         network: NetworkConfig,
+        vpc: ec2.IVpc | None = None,
+        compute_subnets: Mapping[str, ec2.ISubnet] | None = None,
         database_az_ids: Sequence[str] = (),
         database_subnet_ids: Sequence[str] = (),
         eks_az_ids: Sequence[str] = (),
@@ -109,7 +156,13 @@ class HyperPodNetwork(Construct):
         self.database_subnets: list[ec2.ISubnet] = []
         self.eks_subnets: list[ec2.ISubnet] = []
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
-        if network.vpc_id is None:
+        _check_adopted_objects(network, vpc, compute_subnets)
+        if vpc is not None:
+            self.vpc = vpc
+            self.cidr_blocks: list[str] = []
+            self.compute_subnets = dict(compute_subnets or {})
+            self._adopt_subnets(database_subnet_ids, eks_subnet_ids)
+        elif network.vpc_id is None:
             self._create_vpc(network, database_az_ids, eks_az_ids)
         else:
             self._adopt_vpc(network, database_subnet_ids, eks_subnet_ids)
@@ -336,6 +389,11 @@ class HyperPodNetwork(Construct):
             self.compute_subnets[az_id] = ec2.Subnet.from_subnet_id(
                 self, f"Compute{suffix}", subnet_id
             )
+        self._adopt_subnets(database_subnet_ids, eks_subnet_ids)
+
+    def _adopt_subnets(
+        self, database_subnet_ids: Sequence[str], eks_subnet_ids: Sequence[str]
+    ) -> None:
         self.database_subnets = [
             ec2.Subnet.from_subnet_id(self, f"Database{i}", subnet_id)
             for i, subnet_id in enumerate(database_subnet_ids)
