@@ -7,7 +7,7 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 
@@ -15,7 +15,9 @@ from hyperpod_cdk.config import EnvironmentConfig, PipelineFileConfig
 from hyperpod_cdk.config.pipeline import LoadedStage
 from hyperpod_cdk.nag import register_compliance_packs
 from stacks.environment import DESTROY_CONTEXT_FLAG, EnvironmentStacks, build_environment
-from stacks.pipeline import DeliveryPipeline, build_delivery_pipeline
+
+if TYPE_CHECKING:
+    from stacks.pipeline import DeliveryPipeline
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -85,6 +87,9 @@ def build_pipeline_app(
     the App: that covers the stacks inside the Stages too (registered on a Stage as well, each
     finding would be reported twice). ``pipeline_file`` must be inside ``project_root``.
     """
+    # (CDK Pipelines and CodeBuild are loaded only for a pipeline file)
+    from stacks.pipeline import build_delivery_pipeline
+
     app = app or new_app()
     relative = PurePosixPath(pipeline_file.resolve().relative_to(project_root.resolve()).as_posix())
     built = build_delivery_pipeline(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -42,7 +42,6 @@ from hyperpod_cdk.cluster import (
     HyperPodCluster,
     LifecycleRef,
     LifecycleScripts,
-    SlurmAccountingDatabase,
 )
 from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT
 from hyperpod_cdk.config import EnvironmentConfig
@@ -59,8 +58,12 @@ from hyperpod_cdk.storage import (
     LustreFileSystem,
 )
 from stacks.base import EnvironmentStack, output, ready_parameter
-from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
 from stacks.layout import needs_egress, needs_eks_addons
+
+if TYPE_CHECKING:
+    # imported when built: a Slurm environment loads neither aws_eks_v2 nor aws_rds
+    from hyperpod_cdk.cluster import SlurmAccountingDatabase
+    from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
 DESTROY_REASON = (
@@ -203,6 +206,8 @@ class StorageStack(EnvironmentStack):
         self.accounting: SlurmAccountingDatabase | None = None
         settings = config.cluster.slurm_settings
         if config.is_slurm and settings.accounting_database:
+            from hyperpod_cdk.cluster import SlurmAccountingDatabase
+
             self.accounting = SlurmAccountingDatabase(
                 self,
                 "SlurmAccounting",
@@ -545,7 +550,10 @@ def build_environment(
         description=f"HyperPod environment {prefix}: lifecycle scripts and node execution role",
     )  # fmt: skip
     eks = eks_dependencies = None
+    eks_addons = None
     if not config.is_slurm:
+        from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
+
         eks_dependencies = EksDependenciesStack(
             scope, f"{prefix}-eks-dependencies", config=config, env=env,
             description=f"HyperPod environment {prefix}: kubectl handler, early add-ons and HyperPod dependencies on EKS",
@@ -572,7 +580,6 @@ def build_environment(
         env=env,
         description=f"HyperPod environment {prefix}: HyperPod cluster",
     )
-    eks_addons = None
     if eks_dependencies is not None and needs_eks_addons(config):
         eks_addons = EksAddonsStack(
             scope, f"{prefix}-eks-addons", config=config, eks_stack=eks_dependencies,

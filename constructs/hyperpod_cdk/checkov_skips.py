@@ -14,13 +14,13 @@ which no construct of ours can configure.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
 import jsii
-from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_lambda as lambda_
 from constructs import IConstruct
 
@@ -139,6 +139,10 @@ def _is_auto_delete_handler(resource: cdk.CfnResource) -> bool:
 
 
 def _is_kubectl_function(resource: cdk.CfnResource) -> bool:
+    # an app that never imported aws_eks_v2 has no kubectl handler (and need not load it)
+    eks = sys.modules.get("aws_cdk.aws_eks_v2")
+    if eks is None:
+        return False
     path = resource.node.path
     return any(
         isinstance(scope, eks.KubectlProvider)
