@@ -78,9 +78,22 @@ def _decimal_version(value: Any) -> Any:
     return value
 
 
+# what an absolute path (storage.fsx.mount_path, ...) may hold
+ABSOLUTE_PATH_PATTERN = r"^/[A-Za-z0-9._/-]*$"
+
+
+def has_relative_parts(path: str) -> bool:
+    """True when an absolute ``path`` has a '.', '..' or empty ('//') part."""
+    return "//" in path or any(part in (".", "..") for part in path.split("/")[1:])
+
+
+def is_system_directory(path: str) -> bool:
+    """True for a directory of the node's own (:data:`facts.RESERVED_MOUNT_PATHS`)."""
+    return (path.rstrip("/") or "/") in facts.RESERVED_MOUNT_PATHS
+
+
 def _clean_path(value: str) -> str:
-    parts = value.split("/")[1:]
-    if any(p in (".", "..") for p in parts) or "//" in value:
+    if has_relative_parts(value):
         raise ValueError(f"{value!r} is not a plain absolute path; no '.', '..' or '//' parts")
     return value
 
@@ -99,7 +112,7 @@ SecurityGroupId = Annotated[
 ]
 AbsolutePath = Annotated[
     str,
-    _matching(r"^/[A-Za-z0-9._/-]*$", "an absolute path like /fsx", max_length=4096),
+    _matching(ABSOLUTE_PATH_PATTERN, "an absolute path like /fsx", max_length=4096),
     AfterValidator(_clean_path),
 ]
 RoleArn = Annotated[
@@ -167,6 +180,16 @@ class IamConfig(StrictModel):
             max_length=512,
         ),
     ] = Field(default="/", description="IAM path of every role the app creates, e.g. /hyperpod/.")
+
+
+# the network keys only a VPC the app creates uses (an adopted VPC has them already)
+NEW_VPC_KEYS = (
+    "cidr",
+    "compute_cidr",
+    "additional_compute_cidrs",
+    "nat_gateways",
+    "closed_network",
+)
 
 
 class NetworkConfig(StrictModel):
@@ -351,7 +374,7 @@ class FsxConfig(StrictModel):
     @field_validator("mount_path")
     @classmethod
     def _not_a_system_directory(cls, value: str) -> str:
-        if (value.rstrip("/") or "/") in facts.RESERVED_MOUNT_PATHS:
+        if is_system_directory(value):
             raise ValueError(
                 f"{value!r} is a system directory; mount the file system elsewhere, e.g. /fsx"
             )

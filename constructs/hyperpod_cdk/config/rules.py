@@ -16,6 +16,7 @@ from typing import Literal
 
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
+    NEW_VPC_KEYS,
     ClusterConfig,
     DataRepositoryAssociation,
     EnvironmentConfig,
@@ -330,13 +331,7 @@ def _check_adopted_vpc(net: NetworkConfig, out: _Collector) -> None:
             "is required with network.vpc_id: the private HyperPod subnet",
         )
     only_new = "applies only to a VPC the app creates (network.vpc_id is set)"
-    for key in (
-        "cidr",
-        "compute_cidr",
-        "additional_compute_cidrs",
-        "nat_gateways",
-        "closed_network",
-    ):
+    for key in NEW_VPC_KEYS:
         if net.is_set(key):
             out.error(f"network.{key}", only_new)
 

@@ -13,7 +13,7 @@ from constructs import Construct
 
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS
-from hyperpod_cdk.config.models import NetworkConfig
+from hyperpod_cdk.config.models import NEW_VPC_KEYS, NetworkConfig
 from hyperpod_cdk.log_encryption import LogsKey
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network.default_security_group import restrict_default_security_group
@@ -35,15 +35,8 @@ def small_subnet_cidr(
 
 
 # what only a VPC the construct creates uses: set in the config of an adopted ec2.IVpc, it
-# would be silently ignored
-_NEW_VPC_KEYS = (
-    "cidr",
-    "compute_cidr",
-    "additional_compute_cidrs",
-    "nat_gateways",
-    "closed_network",
-    "eks_availability_zone_ids",
-)
+# would be silently ignored (the EKS subnets of an ec2.IVpc come by id, eks_subnet_ids)
+_NEW_VPC_KEYS = (*NEW_VPC_KEYS, "eks_availability_zone_ids")
 
 
 def _check_adopted_objects(

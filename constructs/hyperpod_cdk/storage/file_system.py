@@ -12,11 +12,12 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IDependable
 
-from hyperpod_cdk.config.facts import RESERVED_MOUNT_PATHS
-from hyperpod_cdk.config.models import FsxConfig
-
-# what storage.fsx.mount_path accepts (hyperpod_cdk.config.models.AbsolutePath)
-_ABSOLUTE_PATH = re.compile(r"^/[A-Za-z0-9._/-]*$")
+from hyperpod_cdk.config.models import (
+    ABSOLUTE_PATH_PATTERN,
+    FsxConfig,
+    has_relative_parts,
+    is_system_directory,
+)
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,12 @@ class FileSystemHandle:
 def _check_mount_path(mount_path: str) -> None:
     if cdk.Token.is_unresolved(mount_path):
         return
-    if (
-        not _ABSOLUTE_PATH.match(mount_path)
-        or "//" in mount_path
-        or any(part in (".", "..") for part in mount_path.split("/"))
-    ):
+    # the rules of storage.fsx.mount_path, with messages that name the handle's parameter
+    if not re.match(ABSOLUTE_PATH_PATTERN, mount_path) or has_relative_parts(mount_path):
         raise ValueError(
             f"mount_path {mount_path!r} is not a plain absolute path; give one like /fsx"
         )
-    if (mount_path.rstrip("/") or "/") in RESERVED_MOUNT_PATHS:
+    if is_system_directory(mount_path):
         raise ValueError(
             f"mount_path {mount_path!r} is a system directory; mount the file system elsewhere, "
             "e.g. /fsx"
