@@ -586,8 +586,6 @@ def build_environment(
             file_system=storage.file_system, hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
             description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
         )  # fmt: skip
-        # node-dependent add-ons wait for the HyperPod cluster (its nodes)
-        eks_addons.add_stack_dependency(cluster)
     data_repositories = None
     fsx_cfg = config.storage.fsx
     if fsx_cfg.enabled and fsx_cfg.data_repository_associations:
