@@ -100,6 +100,22 @@ def _cluster_config(**changes: Any) -> ClusterConfig:
     )
 
 
+def _eks_hyperpod_cluster(stack: cdk.Stack, adopted: Adopted, eks_cluster_arn: str) -> None:
+    """A HyperPod cluster orchestrated by ``eks_cluster_arn``, on the adopted network."""
+    HyperPodCluster(
+        stack,
+        "Cluster",
+        config=_cluster_config(),
+        cluster_name="adopter-eks",
+        execution_role_arn=ROLE_ARN,
+        lifecycle=LIFECYCLE,
+        subnets={AZ_ID: adopted.subnet},
+        main_az_id=AZ_ID,
+        security_groups=[adopted.group],
+        eks_cluster_arn=eks_cluster_arn,
+    )
+
+
 def _resources(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
     return [r for r in template["Resources"].values() if r["Type"] == resource_type]
 
@@ -225,18 +241,7 @@ def test_an_eks_cluster_is_adopted_for_the_dependencies_and_the_cluster(
             region=REGION,
             enabled=["health_monitoring_agent", "deep_health_check"],
         )
-        HyperPodCluster(
-            stack,
-            "Cluster",
-            config=_cluster_config(),
-            cluster_name="adopter-eks",
-            execution_role_arn=ROLE_ARN,
-            lifecycle=LIFECYCLE,
-            subnets={AZ_ID: adopted.subnet},
-            main_az_id=AZ_ID,
-            security_groups=[adopted.group],
-            eks_cluster_arn=eks.cluster_arn,
-        )
+        _eks_hyperpod_cluster(stack, adopted, eks.cluster_arn)
 
     template, found = _synth(build)
     if kubectl_role_arn is None:
@@ -421,18 +426,7 @@ def test_an_eks_cluster_is_adopted_from_an_icluster(with_provider: bool) -> None
         HyperPodDependencies(
             stack, "Dependencies", cluster=eks, region=REGION, enabled=["deep_health_check"]
         )
-        HyperPodCluster(
-            stack,
-            "Cluster",
-            config=_cluster_config(),
-            cluster_name="adopter-eks",
-            execution_role_arn=ROLE_ARN,
-            lifecycle=LIFECYCLE,
-            subnets={AZ_ID: adopted.subnet},
-            main_az_id=AZ_ID,
-            security_groups=[adopted.group],
-            eks_cluster_arn=eks.cluster_arn,
-        )
+        _eks_hyperpod_cluster(stack, adopted, eks.cluster_arn)
 
     template, found = _synth(build)
     assert found == []
