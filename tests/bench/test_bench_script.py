@@ -29,6 +29,16 @@ def test_the_empty_app_uses_the_project_python_and_feature_flags(tmp_path: Path)
     assert cdk_json["app"] == f"{bench.PYTHON} app.py"
     project = json.loads((bench.PROJECT_ROOT / "cdk.json").read_text())
     assert cdk_json["context"] == project["context"]
+    assert "end_process" not in app
+
+
+def test_the_fast_exit_empty_app_ends_through_app_py_s_own_end_process(tmp_path: Path) -> None:
+    directory = bench.make_empty_app(tmp_path / "empty", fast_exit=True)
+    app = (directory / "app.py").read_text()
+    assert 'cdk.Stack(app, "Empty")' in app
+    assert f"sys.path.insert(0, {str(bench.PROJECT_ROOT)!r})" in app
+    assert "from app import end_process" in app and app.rstrip().endswith("end_process(0)")
+    compile(app, "app.py", "exec")
 
 
 def test_the_tool_environment_puts_the_pinned_tools_first() -> None:
@@ -39,9 +49,13 @@ def test_the_tool_environment_puts_the_pinned_tools_first() -> None:
     ]
 
 
-def synth_results(floor: list[float], default: list[float]) -> list[bench.SynthTimes]:
+def synth_results(
+    floor: list[float], default: list[float], fast_floor: list[float] | None = None
+) -> list[bench.SynthTimes]:
+    fast = [] if fast_floor is None else [bench.SynthTimes(bench.FAST_EXIT_FLOOR, fast_floor)]
     return [
-        bench.SynthTimes("empty app (floor)", floor),
+        bench.SynthTimes(bench.FLOOR, floor),
+        *fast,
         bench.SynthTimes(bench.DEFAULT_CONFIG, default),
         bench.SynthTimes(bench.EKS_CONFIG, error="exit 1: boom"),
     ]
@@ -59,6 +73,21 @@ def test_the_synth_table_gives_min_median_and_ratio_to_the_floor(
     assert lines[-1] == "  target: default synth within 1.5x the floor: 1.40x, ok"
     lines = bench.synth_table(synth_results([2.0], [4.0]), runs=1, warmup=0)
     assert lines[-1].endswith("2.00x, MISSED")
+
+
+def test_the_synth_table_also_compares_with_the_empty_app_ended_like_app_py(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench, "cdk_version", lambda: "2.x")
+    results = synth_results([2.0, 2.2], [3.0, 3.0], fast_floor=[1.5, 1.5])
+    lines = bench.synth_table(results, runs=2, warmup=1)
+    fast_row = next(line for line in lines if bench.FAST_EXIT_FLOOR in line)
+    assert "1.5s    1.5s" in fast_row and "(" not in fast_row  # a reference: no ratio of its own
+    assert lines[-2] == "  target: default synth within 1.5x the floor: 1.43x, ok"
+    assert lines[-1] == (
+        "  against the empty app ended like app.py: 2.00x"
+        " (the time the app adds beyond what any app can reach)"
+    )
 
 
 def test_the_deploy_table_gives_estimate_ideal_and_the_dra_verdict() -> None:
