@@ -15,21 +15,11 @@ from typing import Any
 import pytest
 import yaml
 
+# the stack of each kind is named "<name>-<kind>": the app's own list (without loading the CDK)
+from stacks.layout import STACK_KINDS as STACK_KINDS
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = PROJECT_ROOT / "config"
-
-# The stack of each kind is named "<name>-<kind>" (stacks.layout, the app's own list).
-STACK_KINDS = (
-    "network",
-    "egress",
-    "storage",
-    "nodes",
-    "eks",
-    "eks-dependencies",
-    "cluster",
-    "eks-addons",
-    "data-repositories",
-)
 
 
 # -- shipped configs -------------------------------------------------------------------------
