@@ -26,6 +26,7 @@ from hyperpod_cdk.ops.deploy_target import (
     bootstrap_target,
     check_account,
     check_bootstrap,
+    check_cluster,
     check_cluster_name,
 )
 
@@ -86,6 +87,57 @@ def test_the_cluster_name_key_is_the_name_checked(aws: StubbedAws) -> None:
     cluster_absent(aws, "research-full")
     config = environment("full", {"cluster.name": "research-full"})
     assert check_cluster_name(config, aws("sagemaker"), aws("cloudformation")).outcome == "pass"
+
+
+# -- what an update of the app's own cluster may not change -----------------------------------
+
+ACCOUNTING = {"Slurm": {"AccountingDatabase": {"Endpoint": "acct.db.example", "Port": 3306,
+                                               "SecretArn": f"arn:aws:secretsmanager:us-west-2:{ACCOUNT}:secret:slurm-AbCdEf"}}}  # fmt: skip
+
+
+def own_cluster(aws: StubbedAws, name: str, **described: object) -> None:
+    cluster_present(aws, name, **described)
+    stack_resource(aws, f"{name}-cluster", cluster_arn(name))
+
+
+def test_an_update_that_drops_the_accounting_database_fails(aws: StubbedAws) -> None:
+    own_cluster(aws, "ml-research", Orchestrator=ACCOUNTING)
+    name, accounting = check_cluster(
+        environment("default"), aws("sagemaker"), aws("cloudformation")
+    )
+    assert name.outcome == "pass"
+    assert (accounting.name, accounting.outcome) == ("accounting database", "fail")
+    assert "acct.db.example" in accounting.detail and "internal MariaDB" in accounting.detail
+    assert accounting.fix and "cluster.slurm.accounting_database: true" in accounting.fix
+
+
+def test_an_update_that_keeps_the_accounting_database_passes(aws: StubbedAws) -> None:
+    own_cluster(aws, "research-full", Orchestrator=ACCOUNTING)
+    checks = check_cluster(environment("full"), aws("sagemaker"), aws("cloudformation"))
+    assert [(c.name, c.outcome) for c in checks] == [
+        ("cluster name research-full", "pass"),
+        ("accounting database", "pass"),
+    ]
+    assert "keeps" in checks[1].detail
+
+
+def test_attaching_an_accounting_database_passes_and_says_it_stays(aws: StubbedAws) -> None:
+    own_cluster(aws, "research-full", Orchestrator={"Slurm": {}})
+    _, accounting = check_cluster(environment("full"), aws("sagemaker"), aws("cloudformation"))
+    assert accounting.outcome == "pass" and "cannot detach it later" in accounting.detail
+
+
+def test_no_accounting_database_on_either_side_adds_no_check(aws: StubbedAws) -> None:
+    own_cluster(aws, "ml-research", Orchestrator={"Slurm": {}})
+    checks = check_cluster(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    assert [c.name for c in checks] == ["cluster name ml-research"]
+
+
+def test_another_clusters_accounting_database_is_not_judged(aws: StubbedAws) -> None:
+    cluster_present(aws, "ml-research", Orchestrator=ACCOUNTING)
+    stack_resource(aws, "ml-research-cluster", cluster_arn("ml-research", "0ther1d"))
+    checks = check_cluster(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    assert [(c.name, c.outcome) for c in checks] == [("cluster name ml-research", "fail")]
 
 
 # -- bootstrap -------------------------------------------------------------------------------

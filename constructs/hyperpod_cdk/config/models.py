@@ -430,7 +430,10 @@ class SlurmSettings(StrictModel):
     )
     accounting_database: bool = Field(
         default=False,
-        description="Continuous only: a managed MySQL-compatible database for slurmdbd.",
+        # AWS doc "Using an external accounting database with SageMaker HyperPod Slurm clusters"
+        description="Continuous only: a managed MySQL-compatible database for slurmdbd. Needs "
+        "HyperPod AMIs released after 2026-08-30 (build a custom image_id on one); HyperPod "
+        "cannot take it off a cluster again (make preflight checks an update).",
     )
     accounting_instance_class: (
         Annotated[

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,19 @@ def check_account(config: EnvironmentConfig, caller_account: str, caller_arn: st
 
 def check_cluster_name(config: EnvironmentConfig, sagemaker: Any, cloudformation: Any) -> Check:
     """No HyperPod cluster has the name yet, or the one that has it is this app's own."""
+    return check_cluster(config, sagemaker, cloudformation)[0]
+
+
+def check_cluster(config: EnvironmentConfig, sagemaker: Any, cloudformation: Any) -> list[Check]:
+    """The cluster name (:func:`check_cluster_name`) and, when the deploy updates this app's own
+    cluster, what the update may not change on it (:func:`check_accounting_kept`)."""
     cluster_name = config.cluster_name
     name = f"cluster name {cluster_name}"
     cluster = call_or_none(
         sagemaker.describe_cluster, ["ResourceNotFound"], ClusterName=cluster_name
     )
     if cluster is None:
-        return passed(name, f"no HyperPod cluster named {cluster_name} in {config.region}")
+        return [passed(name, f"no HyperPod cluster named {cluster_name} in {config.region}")]
     stack = f"{config.name}-cluster"
     resource = call_or_none(
         cloudformation.describe_stack_resource,
@@ -63,17 +70,56 @@ def check_cluster_name(config: EnvironmentConfig, sagemaker: Any, cloudformation
     )
     physical = (resource or {}).get("StackResourceDetail", {}).get("PhysicalResourceId")
     if physical and physical in (cluster.get("ClusterArn"), cluster_name):
-        return passed(
+        own = passed(
             name,
             f"{cluster_name} ({cluster.get('ClusterStatus')}) belongs to stack {stack}: "
             "the deploy updates it",
         )
-    return failed(
-        name,
-        f"a HyperPod cluster named {cluster_name} ({cluster.get('ClusterStatus')}) exists and "
-        f"is not the one of stack {stack}",
-        "set cluster.name to a free name, or delete the other cluster",
-    )
+        return [own, *check_accounting_kept(config, cluster)]
+    return [
+        failed(
+            name,
+            f"a HyperPod cluster named {cluster_name} ({cluster.get('ClusterStatus')}) exists and "
+            f"is not the one of stack {stack}",
+            "set cluster.name to a free name, or delete the other cluster",
+        )
+    ]
+
+
+def check_accounting_kept(config: EnvironmentConfig, cluster: Mapping[str, Any]) -> list[Check]:
+    """An update keeps the external accounting database the deployed cluster has.
+
+    HyperPod cannot revert a cluster to its internal MariaDB database once an external one is
+    attached (AWS doc "Using an external accounting database with SageMaker HyperPod Slurm
+    clusters"), so dropping ``cluster.slurm.accounting_database`` would fail the cluster's
+    update. No check when neither the cluster nor the config has one.
+    """
+    name = "accounting database"
+    deployed = cluster.get("Orchestrator", {}).get("Slurm", {}).get("AccountingDatabase")
+    wanted = config.is_slurm and config.cluster.slurm_settings.accounting_database
+    cluster_name = config.cluster_name
+    if not deployed:
+        if not wanted:
+            return []
+        return [
+            passed(
+                name,
+                f"the deploy attaches one to {cluster_name}; HyperPod cannot detach it later",
+            )
+        ]
+    endpoint = deployed.get("Endpoint", "?")
+    if wanted:
+        return [passed(name, f"{cluster_name} keeps its accounting database ({endpoint})")]
+    return [
+        failed(
+            name,
+            f"{cluster_name} has an external accounting database ({endpoint}) and the config "
+            "has none: HyperPod cannot revert a cluster to its internal MariaDB database, so "
+            "the cluster's update would fail",
+            "keep cluster.slurm.accounting_database: true, or deploy a new cluster under "
+            "another cluster.name",
+        )
+    ]
 
 
 # -- CDK bootstrap ---------------------------------------------------------------------------

@@ -78,11 +78,9 @@ def _steps(
         Step(
             "cluster name",
             ("sagemaker", "cloudformation"),
-            lambda: [
-                deploy_target.check_cluster_name(
-                    config, clients("sagemaker"), clients("cloudformation")
-                )
-            ],
+            lambda: deploy_target.check_cluster(
+                config, clients("sagemaker"), clients("cloudformation")
+            ),
         ),
         Step(
             "cdk bootstrap",
