@@ -45,6 +45,10 @@ SYNTH_OUTPUT_DIR = "cdk.out"
 BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 # `make test` synthesizes every shipped config in parallel workers: SMALL (3 GB) is too tight.
 SYNTH_COMPUTE_TYPE = codebuild.ComputeType.MEDIUM
+# The Python the project's constraints.txt is resolved for; standard:7.0 offers 3.11 and 3.12
+# (aws/aws-codebuild-docker-images, ubuntu/standard/7.0/runtimes.yml), so the build pins it
+# rather than take whichever the image makes the default.
+SYNTH_PYTHON = "3.11"
 
 
 def pinned_cdk_assets_version(project_root: Path) -> str | None:
@@ -160,6 +164,9 @@ class PipelineStack(cdk.Stack):
             ),
             synth_code_build_defaults=pipelines.CodeBuildOptions(
                 build_environment=codebuild.BuildEnvironment(compute_type=SYNTH_COMPUTE_TYPE),
+                partial_build_spec=codebuild.BuildSpec.from_object(
+                    {"phases": {"install": {"runtime-versions": {"python": SYNTH_PYTHON}}}}
+                ),
                 role_policy=clone_permissions(source.connection_arn),
             ),
         )

@@ -100,9 +100,11 @@ def test_the_synth_step_runs_make_test_before_it_synthesizes_the_pipeline_file(
 ) -> None:
     [action] = pipeline.actions("Build")
     buildspec = pipeline.buildspec(action)
-    commands = [c for phase in buildspec["phases"].values() for c in phase["commands"]]
+    commands = [c for phase in buildspec["phases"].values() for c in phase.get("commands", [])]
     assert commands == ["make test", "make synth CONFIG=config/examples/pipeline.yaml"]
     assert buildspec["artifacts"]["base-directory"] == "cdk.out"
+    # the Python constraints.txt is resolved for, not the image's default
+    assert buildspec["phases"]["install"]["runtime-versions"] == {"python": "3.11"}
 
 
 def test_the_synth_step_runs_on_an_image_with_python_and_node(pipeline: PipelineSynth) -> None:
