@@ -199,6 +199,11 @@ FRAMEWORK_FUNCTIONS: tuple[FrameworkFunction, ...] = (
 
 def framework_function(resource: cdk.CfnResource) -> FrameworkFunction | None:
     """Which of :data:`FRAMEWORK_FUNCTIONS` ``resource`` is, if any."""
+    # aws-cdk-lib builds these as lambda.CfnFunction or, in CustomResourceProvider, as a plain
+    # CfnResource; any other L1 class is another resource type, known without asking the jsii
+    # runtime for its type (this runs on every resource of every stack)
+    if not isinstance(resource, lambda_.CfnFunction) and type(resource) is not cdk.CfnResource:
+        return None
     if resource.cfn_resource_type != "AWS::Lambda::Function":
         return None
     return next((f for f in FRAMEWORK_FUNCTIONS if f.matches(resource)), None)
