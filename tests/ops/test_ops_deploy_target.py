@@ -20,6 +20,8 @@ from ops_testkit import (
     stack_resource,
 )
 
+from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.ops.check import Check
 from hyperpod_cdk.ops.deploy_target import (
     MIN_BOOTSTRAP_VERSION,
     BootstrapTarget,
@@ -27,7 +29,6 @@ from hyperpod_cdk.ops.deploy_target import (
     check_account,
     check_bootstrap,
     check_cluster,
-    check_cluster_name,
 )
 
 TARGET = BootstrapTarget("CDKToolkit", "hnb659fds", 6, "the templates of aws-cdk-lib 2")
@@ -54,16 +55,21 @@ def test_no_account_in_the_config_is_skipped_with_the_callers() -> None:
 # -- cluster name ----------------------------------------------------------------------------
 
 
+def check_cluster_name(config: EnvironmentConfig, aws: StubbedAws) -> Check:
+    """The first check of ``check_cluster``: the name's."""
+    return check_cluster(config, aws("sagemaker"), aws("cloudformation"))[0]
+
+
 def test_a_free_name_passes(aws: StubbedAws) -> None:
     cluster_absent(aws, "ml-research")
-    check = check_cluster_name(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    check = check_cluster_name(environment("default"), aws)
     assert check.outcome == "pass"
 
 
 def test_the_apps_own_cluster_passes_as_an_update(aws: StubbedAws) -> None:
     cluster_present(aws, "ml-research")
     stack_resource(aws, "ml-research-cluster", cluster_arn("ml-research"))
-    check = check_cluster_name(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    check = check_cluster_name(environment("default"), aws)
     assert check.outcome == "pass" and "updates" in check.detail
 
 
@@ -72,21 +78,21 @@ def test_a_name_taken_by_another_cluster_fails(aws: StubbedAws) -> None:
     aws.error("cloudformation", "describe_stack_resource", "ValidationError",
               {"StackName": "ml-research-cluster", "LogicalResourceId": "HyperPodCluster"},
               message="Stack 'ml-research-cluster' does not exist")  # fmt: skip
-    check = check_cluster_name(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    check = check_cluster_name(environment("default"), aws)
     assert check.outcome == "fail" and check.fix and "cluster.name" in check.fix
 
 
 def test_a_stack_that_owns_another_cluster_fails(aws: StubbedAws) -> None:
     cluster_present(aws, "ml-research")
     stack_resource(aws, "ml-research-cluster", cluster_arn("ml-research", "0ther1d"))
-    check = check_cluster_name(environment("default"), aws("sagemaker"), aws("cloudformation"))
+    check = check_cluster_name(environment("default"), aws)
     assert check.outcome == "fail"
 
 
 def test_the_cluster_name_key_is_the_name_checked(aws: StubbedAws) -> None:
     cluster_absent(aws, "research-full")
     config = environment("full", {"cluster.name": "research-full"})
-    assert check_cluster_name(config, aws("sagemaker"), aws("cloudformation")).outcome == "pass"
+    assert check_cluster_name(config, aws).outcome == "pass"
 
 
 # -- what an update of the app's own cluster may not change -----------------------------------

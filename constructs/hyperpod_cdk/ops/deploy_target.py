@@ -46,14 +46,10 @@ def check_account(config: EnvironmentConfig, caller_account: str, caller_arn: st
 # -- the HyperPod cluster name ---------------------------------------------------------------
 
 
-def check_cluster_name(config: EnvironmentConfig, sagemaker: Any, cloudformation: Any) -> Check:
-    """No HyperPod cluster has the name yet, or the one that has it is this app's own."""
-    return check_cluster(config, sagemaker, cloudformation)[0]
-
-
 def check_cluster(config: EnvironmentConfig, sagemaker: Any, cloudformation: Any) -> list[Check]:
-    """The cluster name (:func:`check_cluster_name`) and, when the deploy updates this app's own
-    cluster, what the update may not change on it (:func:`check_accounting_kept`)."""
+    """No HyperPod cluster has the name yet, or the one that has it is this app's own; then,
+    when the deploy updates this app's own cluster, what the update may not change on it
+    (:func:`check_accounting_kept`)."""
     cluster_name = config.cluster_name
     name = f"cluster name {cluster_name}"
     cluster = call_or_none(
