@@ -65,23 +65,9 @@ app = cdk.App()
 cdk.Stack(app, "Empty")
 app.synth()
 """
-# The same empty app, ended the way app.py ends a successful synth (its own end_process), so that
-# the second ratio is the time the project's app adds beyond what any app can reach.
-EMPTY_APP_FAST_EXIT = """\
-import sys
-
-import aws_cdk as cdk
-
-sys.path.insert(0, {project_root!r})
-from app import end_process
-
-app = cdk.App()
-cdk.Stack(app, "Empty")
-app.synth()
-end_process(0)
-"""
 FLOOR = "empty app (floor)"
 FAST_EXIT_FLOOR = "empty app, app.py's exit"
+EMPTY_APPS = (FLOOR, FAST_EXIT_FLOOR)  # references: no ratio, no deploy estimate
 
 
 def tool_env() -> dict[str, str]:
@@ -148,7 +134,12 @@ def make_empty_app(directory: Path, *, fast_exit: bool = False) -> Path:
     """The floor: an empty app run with the same Python, CLI and feature flags as the project
     (``fast_exit``: ended like app.py ends a successful synth)."""
     directory.mkdir(parents=True, exist_ok=True)
-    source = EMPTY_APP_FAST_EXIT.format(project_root=str(PROJECT_ROOT)) if fast_exit else EMPTY_APP
+    source = EMPTY_APP
+    if fast_exit:  # the same app, ended by app.py's own end_process
+        source = (
+            f"import sys\n\nsys.path.insert(0, {str(PROJECT_ROOT)!r})\n"
+            f"from app import end_process\n\n{EMPTY_APP}end_process(0)\n"
+        )
     (directory / "app.py").write_text(source, encoding="utf-8")
     context = json.loads((PROJECT_ROOT / "cdk.json").read_text(encoding="utf-8")).get("context", {})
     cdk_json = {"app": f"{PYTHON} app.py", "context": context}
@@ -191,7 +182,7 @@ def synth_table(results: Sequence[SynthTimes], runs: int, warmup: int) -> list[s
     with the fast-exit floor anywhere (optional)."""
     floor = results[0]
     fast_floor = next((t for t in results if t.label == FAST_EXIT_FLOOR), None)
-    default = next(t for t in results[1:] if t is not fast_floor)
+    default = next(t for t in results if t.label not in EMPTY_APPS)
     lines = [
         f"Synth: cdk synth -c config=<file> --quiet -o <tmp> (pinned CLI {cdk_version()}), "
         f"{runs} timed run(s) each after {warmup} warm-up round(s), round-robin",
@@ -202,7 +193,7 @@ def synth_table(results: Sequence[SynthTimes], runs: int, warmup: int) -> list[s
             lines.append(f"  {times.label:34} failed: {times.error}")
             continue
         ratio = ""
-        if times not in (floor, fast_floor) and floor.seconds:
+        if times.label not in EMPTY_APPS and floor.seconds:
             ratio = f"{times.median / floor.median:.2f} ({times.min / floor.min:.2f})"
         runs_text = " ".join(f"{s:.1f}" for s in times.seconds)
         lines.append(
@@ -381,9 +372,7 @@ def main(argv: list[str] | None = None) -> int:
             out += measure_tests()
             out.append("")
         assemblies = {
-            t.label: t.outdir
-            for t in synth
-            if t.outdir is not None and t.label not in (FLOOR, FAST_EXIT_FLOOR)
+            t.label: t.outdir for t in synth if t.outdir is not None and t.label not in EMPTY_APPS
         }
         deploy = measure_deploy(
             shipped_configs(), assemblies, workdir, args.concurrency, args.stack_overhead
