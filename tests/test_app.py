@@ -11,9 +11,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 from typing import Any, cast
 
+import jsii._runtime
 import pytest
 
 from hyperpod_cdk.config.loader import load_file
@@ -79,30 +80,37 @@ def test_a_synth_writes_every_stack_prints_every_line_and_leaves_no_temporary_fi
     assert wait_until_empty(tmpdir, seconds=30) == []
 
 
-def test_a_failed_run_exits_with_its_code_through_the_normal_teardown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def app_module(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """app.py, imported (its top level loads nothing of the project or the CDK)."""
     monkeypatch.syspath_prepend(str(ROOT))
     import app
 
+    return app
+
+
+@pytest.fixture
+def no_fast_exit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if ``os._exit`` is called."""
     monkeypatch.setattr(os, "_exit", lambda code: pytest.fail(f"os._exit({code})"))
+
+
+@pytest.mark.usefixtures("no_fast_exit")
+def test_a_failed_run_exits_with_its_code_through_the_normal_teardown(
+    app_module: ModuleType,
+) -> None:
     with pytest.raises(SystemExit) as exited:
-        app.end_process(2)
+        app_module.end_process(2)
     assert exited.value.code == 2
 
 
+@pytest.mark.usefixtures("no_fast_exit")
 def test_a_jsii_without_the_pinned_internals_exits_through_the_normal_teardown(
-    monkeypatch: pytest.MonkeyPatch,
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))
-    import jsii._runtime
-
-    import app
-
     monkeypatch.setattr(jsii._runtime, "kernel", SimpleNamespace(provider=SimpleNamespace()))
-    monkeypatch.setattr(os, "_exit", lambda code: pytest.fail(f"os._exit({code})"))
     with pytest.raises(SystemExit) as exited:
-        app.end_process(0)
+        app_module.end_process(0)
     assert exited.value.code == 0
 
 
@@ -123,19 +131,14 @@ class FakeRuntime:
 
 
 def test_a_successful_run_tells_the_runtime_to_exit_removes_its_scripts_and_ends_at_once(
-    monkeypatch: pytest.MonkeyPatch,
+    app_module: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))
-    import jsii._runtime
-
-    import app
-
     runtime = FakeRuntime()
     monkeypatch.setattr(
         jsii._runtime, "kernel", SimpleNamespace(provider=SimpleNamespace(_process=runtime))
     )
     unregistered: list[object] = []
-    monkeypatch.setattr(app.atexit, "unregister", unregistered.append)
+    monkeypatch.setattr(app_module.atexit, "unregister", unregistered.append)
 
     class Ended(Exception):
         pass
@@ -145,7 +148,7 @@ def test_a_successful_run_tells_the_runtime_to_exit_removes_its_scripts_and_ends
 
     monkeypatch.setattr(os, "_exit", os_exit)
     with pytest.raises(Ended) as ended:
-        app.end_process(0)
+        app_module.end_process(0)
     assert ended.value.args == (0,)
     assert runtime.stdin.getvalue() == b'{"exit":0}\n' and runtime.stdin_closed
     assert runtime.scripts_removed
@@ -154,9 +157,7 @@ def test_a_successful_run_tells_the_runtime_to_exit_removes_its_scripts_and_ends
 
 def test_the_pinned_jsii_has_what_end_process_uses() -> None:
     # a jsii upgrade that changes these would silently bring back the slow exit
-    from jsii._runtime import kernel
-
-    runtime = cast(Any, kernel.provider)._process
+    runtime = cast(Any, jsii._runtime.kernel.provider)._process
     assert runtime._process.stdin is not None
     assert callable(runtime._ctx_stack.close)
     assert callable(runtime.stop)
