@@ -100,19 +100,20 @@ def _cluster_config(**changes: Any) -> ClusterConfig:
     )
 
 
-def _eks_hyperpod_cluster(stack: cdk.Stack, adopted: Adopted, eks_cluster_arn: str) -> None:
-    """A HyperPod cluster orchestrated by ``eks_cluster_arn``, on the adopted network."""
+def _hyperpod_cluster(stack: cdk.Stack, adopted: Adopted, cluster_name: str, **parts: Any) -> None:
+    """A HyperPod cluster on the adopted network, role and scripts, with ``parts`` (the file
+    system, the accounting database, the EKS cluster)."""
     HyperPodCluster(
         stack,
         "Cluster",
         config=_cluster_config(),
-        cluster_name="adopter-eks",
+        cluster_name=cluster_name,
         execution_role_arn=ROLE_ARN,
         lifecycle=LIFECYCLE,
         subnets={AZ_ID: adopted.subnet},
         main_az_id=AZ_ID,
         security_groups=[adopted.group],
-        eks_cluster_arn=eks_cluster_arn,
+        **parts,
     )
 
 
@@ -123,16 +124,10 @@ def _resources(template: dict[str, Any], resource_type: str) -> list[dict[str, A
 def test_a_slurm_cluster_on_adopted_resources_creates_only_itself() -> None:
     def build(stack: cdk.Stack) -> None:
         adopted = Adopted(stack)
-        HyperPodCluster(
+        _hyperpod_cluster(
             stack,
-            "Cluster",
-            config=_cluster_config(),
-            cluster_name="adopter",
-            execution_role_arn=ROLE_ARN,
-            lifecycle=LIFECYCLE,
-            subnets={AZ_ID: adopted.subnet},
-            main_az_id=AZ_ID,
-            security_groups=[adopted.group],
+            adopted,
+            "adopter",
             file_system=FILE_SYSTEM,
             accounting_database=AccountingDatabaseRef(
                 "slurmdb.platform.internal",
@@ -241,7 +236,7 @@ def test_an_eks_cluster_is_adopted_for_the_dependencies_and_the_cluster(
             region=REGION,
             enabled=["health_monitoring_agent", "deep_health_check"],
         )
-        _eks_hyperpod_cluster(stack, adopted, eks.cluster_arn)
+        _hyperpod_cluster(stack, adopted, "adopter-eks", eks_cluster_arn=eks.cluster_arn)
 
     template, found = _synth(build)
     if kubectl_role_arn is None:
@@ -283,16 +278,10 @@ def test_a_handle_from_an_fsx_l2_file_system_points_the_cluster_at_its_attribute
                 per_unit_storage_throughput=250,
             ),
         )
-        HyperPodCluster(
+        _hyperpod_cluster(
             stack,
-            "Cluster",
-            config=_cluster_config(),
-            cluster_name="adopter",
-            execution_role_arn=ROLE_ARN,
-            lifecycle=LIFECYCLE,
-            subnets={AZ_ID: adopted.subnet},
-            main_az_id=AZ_ID,
-            security_groups=[adopted.group],
+            adopted,
+            "adopter",
             file_system=FileSystemHandle.from_lustre_file_system(lustre, "/lustre"),
         )
 
@@ -426,7 +415,7 @@ def test_an_eks_cluster_is_adopted_from_an_icluster(with_provider: bool) -> None
         HyperPodDependencies(
             stack, "Dependencies", cluster=eks, region=REGION, enabled=["deep_health_check"]
         )
-        _eks_hyperpod_cluster(stack, adopted, eks.cluster_arn)
+        _hyperpod_cluster(stack, adopted, "adopter-eks", eks_cluster_arn=eks.cluster_arn)
 
     template, found = _synth(build)
     assert found == []
