@@ -96,12 +96,22 @@ class EksDependenciesStack(EnvironmentStack):
             )
         else:
             self.eks = eks
+        chart_values = eks_cfg.chart_values
+        extra = chart_values.extra_instance_types
         self.hyperpod_dependencies = HyperPodDependencies(
             self,
             "Dependencies",
             cluster=self.eks,
             region=config.region,
             enabled=eks_cfg.dependencies.enabled(),
+            image_registry=eks_cfg.image_registry,
+            extra_tolerations=[t.as_kubernetes() for t in chart_values.extra_tolerations],
+            extra_instance_types={
+                "nvidiaGpu": extra.nvidia_gpu,
+                "neuron": extra.neuron,
+                "efa": extra.efa,
+            },
+            image_tags=dict(chart_values.image_tags),
         )
         self.ready = ready_parameter(
             self,
@@ -178,6 +188,7 @@ class EksAddonsStack(EnvironmentStack):
             fsx_storage_capacity_gib=config.storage.fsx.storage_capacity_gib,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
             role_path=config.iam.role_path,
+            shared_cluster=eks_cfg.cluster_arn is not None,
         )
         self.addons.wait_for(self.nodes_ready)
         if self.core_dns is not None:

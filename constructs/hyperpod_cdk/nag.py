@@ -84,3 +84,13 @@ def register_compliance_packs(app: cdk.App, names: Sequence[str]) -> None:
 
     cdk.Validations.of(app).add_plugins(*compliance_packs(names), HyperPodChecks())
     write_acknowledgments_to_templates(app)
+
+
+def cdk_assets_objects(scope: IConstruct) -> str:
+    """The objects of the stack's CDK asset bucket (default bootstrap), as cdk-nag writes them
+    in an ``AwsSolutions-IAM5[Resource::...]`` finding id."""
+    stack = cdk.Stack.of(scope)
+    return (
+        f"arn:{nag_partition(stack)}:s3:::cdk-hnb659fds-assets-"
+        f"{nag_account(stack)}-{nag_region(stack)}/*"
+    )

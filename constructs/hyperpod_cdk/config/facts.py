@@ -78,6 +78,7 @@ INTERFACE_ENDPOINT_SERVICES = (
     "elasticloadbalancing",
     "fsx",
     "kms",
+    "lambda",
     "logs",
     "monitoring",
     "sagemaker.api",
@@ -106,8 +107,10 @@ CLOSED_NETWORK_ENDPOINTS = (
 
 # What an EKS-orchestrated closed network needs on top: the EKS API (kubectl
 # handler, nodes) and EKS Pod Identity (EKS user guide "Deploy private clusters
-# with limited internet access").
-EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth")
+# with limited internet access"), and Lambda: the kubectl/Helm handler and the
+# node wait run in the VPC, and CDK's custom-resource framework function there
+# invokes them through the Lambda API (HYPERPOD_FACTS "EKS", 2026-11-23).
+EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth", "lambda")
 
 # VPC user guide "Subnet CIDR blocks": the first four and the last address are reserved.
 SUBNET_RESERVED_ADDRESSES = 5

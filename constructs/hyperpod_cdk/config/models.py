@@ -673,6 +673,16 @@ class ClusterConfig(StrictModel):
         """True under Continuous node provisioning."""
         return self.node_provisioning_mode == "Continuous"
 
+    def system_pod_groups(self) -> list[str]:
+        """The groups whose nodes can run cluster add-ons (CoreDNS, cert-manager, operators):
+        a target count above 0 and no NoSchedule or NoExecute taint."""
+        return [
+            group.name
+            for group in self.instance_groups
+            if max(group.count, group.min_count or 0) > 0
+            and not any(t.effect in ("NoSchedule", "NoExecute") for t in group.taints)
+        ]
+
 
 class EksDependencies(StrictModel):
     """eks only: the components HyperPod needs on the EKS cluster, each on by default.
@@ -711,6 +721,96 @@ class EksDependencies(StrictModel):
     def enabled(self) -> list[str]:
         """The names of the components switched on, in declaration order."""
         return [name for name in type(self).model_fields if getattr(self, name)]
+
+
+InstanceTypeName = Annotated[
+    str,
+    _matching(
+        r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", "a SageMaker instance type like ml.p5.48xlarge"
+    ),
+]
+
+
+class Toleration(StrictModel):
+    """eks only: a Kubernetes toleration added to the pods of the dependencies chart."""
+
+    key: (
+        Annotated[
+            str,
+            _matching(
+                r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+                "a Kubernetes key like example.com/name",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="The taint key; left out: every key (operator Exists).")
+    operator: Literal["Equal", "Exists"] = "Exists"
+    value: (
+        Annotated[
+            str,
+            _matching(
+                r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+                "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
+            ),
+        ]
+        | None
+    ) = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        default=None, description="The taint effect; left out: every effect."
+    )
+
+    def as_kubernetes(self) -> dict[str, str]:
+        """The toleration as Kubernetes writes it (camelCase, unset fields left out)."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class ExtraInstanceTypes(StrictModel):
+    """Instance types appended to the chart's lists (a type AWS launched after the pinned chart)."""
+
+    nvidia_gpu: list[InstanceTypeName] = Field(
+        default_factory=list,
+        description="More NVIDIA GPU types for the NVIDIA device plugin and the health agent.",
+    )
+    neuron: list[InstanceTypeName] = Field(
+        default_factory=list,
+        description="More Trainium/Inferentia types for the Neuron plugin and the health agent.",
+    )
+    efa: list[InstanceTypeName] = Field(
+        default_factory=list, description="More EFA-capable types for the EFA device plugin."
+    )
+
+
+DependencyKey = Literal[
+    "health_monitoring_agent",
+    "training_operator",
+    "mpi_operator",
+    "nvidia_device_plugin",
+    "neuron_device_plugin",
+    "efa_device_plugin",
+]
+
+
+class EksChartValues(StrictModel):
+    """eks only: what the config may change in the releases of the dependencies chart."""
+
+    extra_tolerations: list[Toleration] = Field(
+        default_factory=list,
+        description="Tolerations added to every pod of the chart (e.g. a custom taint of your groups).",
+    )
+    extra_instance_types: ExtraInstanceTypes = Field(
+        default_factory=lambda: ExtraInstanceTypes(),
+        description="Instance types appended to the chart's device lists.",
+    )
+    image_tags: dict[
+        DependencyKey,
+        Annotated[
+            str, _matching(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "a container image tag")
+        ],
+    ] = Field(
+        default_factory=dict,
+        description="A component's image tag instead of the pinned one (preflight checks the "
+        "health agent's tag exists).",
+    )
 
 
 class EksAddons(StrictModel):
@@ -769,7 +869,30 @@ class EksConfig(StrictModel):
     logging: list[EksLogType] = Field(default_factory=lambda: list(get_args(EksLogType)))
     dependencies: EksDependencies = Field(
         default_factory=lambda: EksDependencies(),
-        description="What HyperPod needs on the cluster, installed before the HyperPod cluster.",
+        description="What HyperPod needs on the cluster, installed before the HyperPod cluster "
+        "as Helm releases of the project's chart; on an adopted cluster (cluster_arn) every "
+        "component must be given explicitly.",
+    )
+    image_registry: (
+        Annotated[
+            str,
+            _matching(
+                r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$",
+                "a registry host with an optional path, like "
+                "111122223333.dkr.ecr.us-west-2.amazonaws.com/mirror (no scheme, no trailing /)",
+                max_length=255,
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Pull every image of the dependencies chart from <image_registry>/<repository>:<tag> "
+        "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.eks.chart --mirror-list REGION` "
+        "lists what to copy). Needed in a closed network for the images of public registries.",
+    )
+    chart_values: EksChartValues = Field(
+        default_factory=lambda: EksChartValues(),
+        description="Overrides passed to the releases of the dependencies chart.",
     )
     addons: EksAddons = Field(
         default_factory=lambda: EksAddons(),

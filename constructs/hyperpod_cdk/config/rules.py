@@ -762,23 +762,23 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
     if cfg.is_slurm:
         return
     # pure data, no CDK: safe to import during validation
-    from hyperpod_cdk.eks.manifests import (
-        dependency_components,
-        dependency_regions,
-        health_agent_supported_regions,
-    )
+    from hyperpod_cdk.eks import chart
 
-    deps = cfg.eks_settings.dependencies
+    eks = cfg.eks_settings
+    deps = eks.dependencies
     path = "eks.dependencies"
     cluster = cfg.cluster
-    region_ok = cfg.region in dependency_regions()
-    agent_ok = cfg.region in health_agent_supported_regions()
-    if deps.enabled() and not region_ok:
-        out.error(
-            "region",
-            f"the images of the HyperPod dependencies (eks.dependencies) are not published in "
-            f"{cfg.region}; use one of {', '.join(sorted(dependency_regions()))}",
-        )
+    enabled = deps.enabled()
+    if eks.cluster_arn is not None:
+        _check_adopted_choices(cfg, out)
+    if not eks.image_registry:
+        for component, image in chart.unsupported_region_images(enabled, cfg.region).items():
+            out.error(
+                f"{path}.{component}",
+                f"its image is not published in {cfg.region} (AWS publishes it in "
+                f"{', '.join(sorted(chart.image_regions(image)))}); switch it off, or mirror it "
+                "and set eks.image_registry",
+            )
     if not deps.health_monitoring_agent:
         if cluster.node_recovery == "Automatic":
             out.error(
@@ -791,11 +791,6 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
                 f"{path}.health_monitoring_agent",
                 "cluster.auto_scaling (Karpenter) needs the health monitoring agent; switch it on",
             )
-    elif region_ok and not agent_ok:
-        out.error(
-            f"{path}.health_monitoring_agent",
-            f"the agent's image is not published in {cfg.region}; use a HyperPod region or switch it off",
-        )
     if not deps.deep_health_check:
         for i, group in enumerate(cluster.instance_groups):
             if group.deep_health_checks:
@@ -803,21 +798,72 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
                     f"cluster.instance_groups[{i}].deep_health_checks",
                     f"needs {path}.deep_health_check: true (the RBAC the checks run with)",
                 )
-    if cfg.network.closed_network and region_ok:
-        # the agent's own region problem is reported above; check the other images
-        checkable = [k for k in deps.enabled() if agent_ok or k != "health_monitoring_agent"]
-        for component in dependency_components(region=cfg.region, enabled=checkable):
-            public = [i for i in component.images if not _is_private_ecr(i)]
-            if public:
-                out.error(
-                    f"{path}.{component.key}",
-                    f"a closed network cannot pull {public[0]} (no NAT); switch it off, or give "
-                    "the network a NAT (closed_network: false)",
-                )
+    for component in eks.chart_values.image_tags:
+        if component not in enabled:
+            out.error(
+                f"eks.chart_values.image_tags.{component}",
+                f"{path}.{component} is off: nothing would use this tag",
+            )
+    if cfg.network.closed_network:
+        _check_closed_network_images(cfg, enabled, out)
+
+
+def _check_adopted_choices(cfg: EnvironmentConfig, out: _Collector) -> None:
+    """On an adopted (shared) cluster the config says what to install, component by component."""
+    eks = cfg.eks_settings
+    deps = eks.dependencies
+    unsaid = [key for key in type(deps).model_fields if not deps.is_set(key)]
+    if unsaid:
+        where = "eks.dependencies" if len(unsaid) > 1 else f"eks.dependencies.{unsaid[0]}"
+        out.error(
+            where,
+            "eks.cluster_arn adopts a cluster that may already run some of these: say for each "
+            f"whether the app installs it (true) or the cluster's owner has it (false): "
+            f"{', '.join(unsaid)}",
+        )
+    addons = eks.addons
+    if cfg.storage.fsx.enabled and not addons.is_set("fsx_csi_driver"):
+        out.error(
+            "eks.addons.fsx_csi_driver",
+            "eks.cluster_arn adopts a cluster that may already have the FSx CSI driver add-on: "
+            "say whether the app installs it (true) or the cluster has it (false)",
+        )
+
+
+def _check_closed_network_images(
+    cfg: EnvironmentConfig, enabled: list[str], out: _Collector
+) -> None:
+    """A closed network reaches private Amazon ECR registries (through endpoints) only."""
+    from hyperpod_cdk.eks import chart
+
+    registry = cfg.eks_settings.image_registry
+    if registry:
+        if not _is_private_ecr(registry):
+            out.error(
+                "eks.image_registry",
+                "a closed network reaches only private Amazon ECR registries (through the "
+                "ecr.api/ecr.dkr endpoints); use an ECR pull-through cache or mirror "
+                "(<account>.dkr.ecr.<region>.amazonaws.com/<prefix>)",
+            )
+        return
+    for component in enabled:
+        try:
+            images = chart.component_images(component, cfg.region)
+        except KeyError:
+            continue  # not published in the region: reported above
+        public = [i for i in images if not _is_private_ecr(i)]
+        if public:
+            out.error(
+                f"eks.dependencies.{component}",
+                f"a closed network cannot pull {public[0]} (no NAT); mirror the chart's images "
+                "into an Amazon ECR registry and set eks.image_registry, switch the component "
+                "off, or give the network a NAT (closed_network: false)",
+            )
 
 
 def _is_private_ecr(image: str) -> bool:
-    """True for an image in a private Amazon ECR registry (reachable through endpoints)."""
+    """True for an image (or registry) in a private Amazon ECR registry (reachable through
+    endpoints)."""
     host = image.split("/", 1)[0]
     return ".dkr.ecr." in host and host.endswith(".amazonaws.com")
 
@@ -831,3 +877,26 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
             "eks.addons.fsx_csi_driver",
             "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods",
         )
+    needs_nodes = cfg.eks_settings.cluster_arn is None or any(
+        (addons.training_operator, addons.task_governance, addons.observability,
+         addons.fsx_csi_driver if addons.fsx_csi_driver is not None else cfg.storage.fsx.enabled)
+    )  # fmt: skip
+    if needs_nodes and not cfg.cluster.system_pod_groups():
+        what = (
+            "CoreDNS and the add-ons in eks.addons"
+            if cfg.eks_settings.cluster_arn is None
+            else "the add-ons in eks.addons"
+        )
+        message = (
+            f"{what} run on an instance group with a count above 0 and no NoSchedule or "
+            "NoExecute taint, and every group here has count 0 or such a taint"
+        )
+        if cfg.eks_settings.cluster_arn is None:
+            out.error(
+                "cluster.instance_groups", f"{message}: add one (e.g. 2 x ml.m5.2xlarge) or untaint one"
+            )
+        else:
+            out.warn(
+                "cluster.instance_groups",
+                f"{message}: they can start only on the adopted cluster's own nodes",
+            )

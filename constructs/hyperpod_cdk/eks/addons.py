@@ -119,6 +119,10 @@ class HyperPodEksAddons(Construct):
     :param encryption_key: customer managed key for the Prometheus workspace and its log
         group (its key policy must let CloudWatch Logs and Amazon Managed Service for
         Prometheus use it); default: AWS owned keys.
+    :param shared_cluster: the cluster is adopted (other teams use it): the add-ons never
+        overwrite a field someone else manages (``ResolveConflicts: NONE``) and stay when the
+        stack is deleted; the FSx volume's create fails on existing objects of the same name
+        instead of taking them over.
     """
 
     def __init__(
@@ -140,6 +144,7 @@ class HyperPodEksAddons(Construct):
         role_path: str = "/",
         permissions_boundary: iam.IManagedPolicy | None = None,
         encryption_key: kms.IKey | None = None,
+        shared_cluster: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         fsx_on = (
@@ -165,6 +170,7 @@ class HyperPodEksAddons(Construct):
         self.cluster_name = cluster_name
         self.kubernetes_version = kubernetes_version
         self._role_path = role_path
+        self._shared_cluster = shared_cluster
         self._permissions_boundary = permissions_boundary
         self.fsx_csi_driver_enabled = fsx_on
 
@@ -223,6 +229,7 @@ class HyperPodEksAddons(Construct):
             name=name,
             kubernetes_version=self.kubernetes_version,
             configuration=configuration,
+            shared_cluster=self._shared_cluster,
         )
         self.addons[name] = addon
         return addon
@@ -466,7 +473,11 @@ class HyperPodEksAddons(Construct):
                 0, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
             )
         volume = eks_v2.KubernetesManifest(
-            self, "FsxVolume", cluster=cluster, manifest=manifest, overwrite=True
+            self,
+            "FsxVolume",
+            cluster=cluster,
+            manifest=manifest,
+            overwrite=not self._shared_cluster,
         )
         # pods that use the claim need the driver's node plugin to mount it
         volume.node.add_dependency(driver)

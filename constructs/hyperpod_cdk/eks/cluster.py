@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import aws_cdk as cdk
@@ -13,11 +13,12 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from hyperpod_cdk.compliance import acknowledge_framework_function
 from hyperpod_cdk.eks.versions import addon_version
-from hyperpod_cdk.nag import acknowledge
+from hyperpod_cdk.nag import acknowledge, cdk_assets_objects
 
 # Every control-plane log type (EKS user guide "Control plane logs").
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
@@ -71,12 +72,19 @@ def pinned_addon(
     name: str,
     kubernetes_version: str,
     configuration: dict[str, Any] | None = None,
+    shared_cluster: bool = False,
 ) -> eks_l1.CfnAddon:
     """One EKS managed add-on, pinned for ``kubernetes_version`` (:mod:`hyperpod_cdk.eks.versions`).
 
-    ``OVERWRITE``: the add-on owns its Kubernetes objects, so it takes over the
-    self-managed copy EKS bootstraps, and a conflicting field is reset to the
-    add-on's value instead of failing the create or update.
+    On a cluster the app creates, ``OVERWRITE``: the add-on owns its Kubernetes
+    objects, so it takes over the self-managed copy EKS bootstraps, and a
+    conflicting field is reset to the add-on's value instead of failing the
+    create or update; it is removed with the stack.
+
+    On an adopted (``shared_cluster``) cluster, ``NONE``: a field someone else
+    manages makes the create or update fail instead of being overwritten, and the
+    add-on and its objects stay when the stack is deleted (workloads of other
+    teams may use them).
     """
     return eks_l1.CfnAddon(
         scope,
@@ -84,8 +92,8 @@ def pinned_addon(
         cluster_name=cluster_name,
         addon_name=name,
         addon_version=addon_version(name, kubernetes_version),
-        resolve_conflicts="OVERWRITE",
-        preserve_on_delete=False,
+        resolve_conflicts="NONE" if shared_cluster else "OVERWRITE",
+        preserve_on_delete=shared_cluster,
         configuration_values=(
             cdk.Stack.of(scope).to_json_string(configuration) if configuration else None
         ),
@@ -269,6 +277,30 @@ class HyperPodEksCluster(Construct):
             return self.kubectl.add_manifest(construct_id, *objects)
         return _manifest(self, construct_id, self.cluster, objects)
 
+    def add_chart(
+        self,
+        construct_id: str,
+        *,
+        chart_asset: s3_assets.Asset,
+        release: str,
+        namespace: str,
+        create_namespace: bool,
+        values: Mapping[str, Any],
+    ) -> eks.HelmChart:
+        """Install a local chart (an S3 asset) as ``release`` with the cluster's kubectl handler."""
+        if self.kubectl is not None:
+            return self.kubectl.add_chart(
+                construct_id,
+                chart_asset=chart_asset,
+                release=release,
+                namespace=namespace,
+                create_namespace=create_namespace,
+                values=values,
+            )
+        return _chart(
+            self, construct_id, self.cluster, chart_asset, release, namespace, create_namespace, values
+        )
+
     def _acknowledge_configured_exposure(
         self, endpoint_access: str, public_access_cidrs: Sequence[str], logging: Sequence[str]
     ) -> None:
@@ -436,6 +468,65 @@ class AdoptedEksCluster(Construct):
         return manifest
 
 
+    def add_chart(
+        self,
+        construct_id: str,
+        *,
+        chart_asset: s3_assets.Asset,
+        release: str,
+        namespace: str,
+        create_namespace: bool,
+        values: Mapping[str, Any],
+    ) -> eks.HelmChart:
+        """Install a local chart (an S3 asset) as ``release`` once the kubectl handler is let in."""
+        chart = _chart(
+            self, construct_id, self.cluster, chart_asset, release, namespace, create_namespace, values
+        )
+        if self.kubectl_access is not None:
+            chart.node.add_dependency(self.kubectl_access)
+        return chart
+
+
+def _chart(
+    scope: Construct,
+    construct_id: str,
+    cluster: eks.ICluster,
+    chart_asset: s3_assets.Asset,
+    release: str,
+    namespace: str,
+    create_namespace: bool,
+    values: Mapping[str, Any],
+) -> eks.HelmChart:
+    # wait off: the DaemonSets target nodes that do not exist before the HyperPod cluster;
+    # not atomic: a failed install stays for `helm status` instead of being rolled back unseen
+    chart = eks.HelmChart(
+        scope,
+        construct_id,
+        cluster=cluster,
+        chart_asset=chart_asset,
+        release=release,
+        namespace=namespace,
+        create_namespace=create_namespace,
+        values=dict(values),
+        wait=False,
+        timeout=cdk.Duration.minutes(5),
+    )
+    provider = cluster.kubectl_provider
+    if isinstance(provider, Construct):
+        reason = (
+            "aws_eks_v2.HelmChart lets the kubectl handler read the chart it installs from the CDK "
+            "asset bucket (Bucket.grantRead: read-only actions on that bucket's objects)."
+        )
+        for finding in (
+            "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+            "AwsSolutions-IAM5[Action::s3:GetObject*]",
+            "AwsSolutions-IAM5[Action::s3:List*]",
+            f"AwsSolutions-IAM5[Resource::{cdk_assets_objects(provider)}]",
+        ):
+            acknowledge(provider, finding, reason)
+    return chart
+
+
 def _vpc_of(cluster: eks.ICluster) -> ec2.IVpc | None:
     """The VPC of ``cluster``; ``None`` for a cluster imported without one (whose
     ``vpc`` raises instead of returning nothing)."""
@@ -448,10 +539,10 @@ def _vpc_of(cluster: eks.ICluster) -> ec2.IVpc | None:
 def _manifest(
     scope: Construct, construct_id: str, cluster: eks.ICluster, objects: Sequence[dict[str, Any]]
 ) -> eks.KubernetesManifest:
-    # overwrite: `kubectl apply`, so objects left by an earlier install (e.g. AWS's Helm chart)
-    # are taken over instead of failing the create
+    # no overwrite: the create is `kubectl create`, which fails on an object that already
+    # exists (another team's, on a shared cluster) instead of taking it over
     return eks.KubernetesManifest(
-        scope, construct_id, cluster=cluster, manifest=list(objects), overwrite=True
+        scope, construct_id, cluster=cluster, manifest=list(objects), overwrite=False
     )
 
 

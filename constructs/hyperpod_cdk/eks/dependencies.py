@@ -1,37 +1,57 @@
-"""What HyperPod needs on its EKS cluster, applied before the HyperPod cluster is created."""
+"""What HyperPod needs on its EKS cluster, installed as Helm releases before the HyperPod cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hyperpod_cdk.eks.manifests import Component, dependency_components, namespace_manifests
+from hyperpod_cdk.eks.chart import CHART_DIR, Release, release_values, releases_for
 
 
-class ManifestTarget(Protocol):
-    """An EKS cluster construct that can apply Kubernetes objects."""
+class ChartTarget(Protocol):
+    """An EKS cluster construct that can install Helm charts (created or adopted)."""
 
-    def add_manifest(self, construct_id: str, *objects: dict[str, Any]) -> eks.KubernetesManifest:
-        """Apply ``objects`` in order."""
+    def add_chart(
+        self,
+        construct_id: str,
+        *,
+        chart_asset: s3_assets.Asset,
+        release: str,
+        namespace: str,
+        create_namespace: bool,
+        values: Mapping[str, Any],
+    ) -> eks.HelmChart:
+        """Install ``chart_asset`` as ``release`` in ``namespace`` with ``values``."""
         ...
 
 
 class HyperPodDependencies(Construct):
-    """The HyperPod dependencies on an EKS cluster, one manifest per component.
+    """The HyperPod dependencies on an EKS cluster: releases of the project's own chart.
 
-    Each component (health monitoring agent, deep health check, job
-    auto-restart and patching permissions, training and MPI operators, device
-    plugins) is a set of Kubernetes objects written in this project, with
-    version-pinned images, applied by the cluster's kubectl handler. Nothing
-    comes from a git repository at deploy time.
+    The chart (``hyperpod_cdk/eks/charts/hyperpod-cdk-dependencies``, shipped in the
+    package) is uploaded as a CDK asset, so the kubectl handler fetches it from the
+    CDK asset bucket (through the S3 gateway endpoint in a closed network): nothing
+    comes from a git repository or a public chart repository at deploy time. It is
+    installed as one release per namespace (:data:`hyperpod_cdk.eks.chart.RELEASES`)
+    holding only the components switched on, with ``wait`` off: the DaemonSets target
+    nodes that do not exist until the HyperPod cluster is created.
 
-    :param cluster: a :class:`~hyperpod_cdk.eks.cluster.HyperPodEksCluster`
-        or :class:`~hyperpod_cdk.eks.cluster.AdoptedEksCluster`.
-    :param region: the cluster's region (some images are regional).
+    Helm refuses to take over an object another release or ``kubectl`` created, so on a
+    shared cluster nothing the owner manages is overwritten: the install fails instead,
+    and ``make preflight`` names the config change that avoids it.
+
+    :param cluster: a :class:`~hyperpod_cdk.eks.cluster.HyperPodEksCluster` or
+        :class:`~hyperpod_cdk.eks.cluster.AdoptedEksCluster`.
+    :param region: the cluster's region (the regional images).
     :param enabled: the component keys to install (``EksDependencies.enabled()``).
+    :param image_registry: pull every image from this registry (``eks.image_registry``).
+    :param extra_tolerations: Kubernetes tolerations added to every pod.
+    :param extra_instance_types: ``{nvidiaGpu|neuron|efa: [...]}`` appended to the chart's lists.
+    :param image_tags: ``{component key: tag}`` instead of the pinned tags.
     """
 
     def __init__(
@@ -39,22 +59,37 @@ class HyperPodDependencies(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: ManifestTarget,
+        cluster: ChartTarget,
         region: str,
         enabled: Iterable[str],
+        image_registry: str | None = None,
+        extra_tolerations: Sequence[Mapping[str, Any]] = (),
+        extra_instance_types: Mapping[str, Sequence[str]] | None = None,
+        image_tags: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.components: list[Component] = dependency_components(
-            region=region, enabled=enabled, include_namespaces=False
-        )
-        # The namespaces are shared by several components: one manifest owns them,
-        # so switching a component off never deletes a namespace another uses.
-        namespaces = namespace_manifests(self.components)
-        self.namespaces = cluster.add_manifest("Namespaces", *namespaces) if namespaces else None
-        self.manifests: dict[str, eks.KubernetesManifest] = {}
-        for component in self.components:
-            construct_name = "".join(part.capitalize() for part in component.key.split("_"))
-            manifest = cluster.add_manifest(construct_name, *component.manifests)
-            if self.namespaces is not None:
-                manifest.node.add_dependency(self.namespaces)
-            self.manifests[component.key] = manifest
+        wanted = list(enabled)
+        self.releases: list[Release] = releases_for(wanted)
+        self.charts: dict[str, eks.HelmChart] = {}
+        """The Helm releases, by release name."""
+        self.chart_asset: s3_assets.Asset | None = None
+        if not self.releases:
+            return
+        self.chart_asset = s3_assets.Asset(self, "ChartAsset", path=str(CHART_DIR))
+        for release in self.releases:
+            self.charts[release.name] = cluster.add_chart(
+                release.construct_id,
+                chart_asset=self.chart_asset,
+                release=release.name,
+                namespace=release.namespace,
+                create_namespace=release.create_namespace,
+                values=release_values(
+                    release,
+                    region=region,
+                    enabled=wanted,
+                    image_registry=image_registry,
+                    extra_tolerations=extra_tolerations,
+                    extra_instance_types=extra_instance_types,
+                    image_tags=image_tags,
+                ),
+            )
