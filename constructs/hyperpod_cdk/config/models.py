@@ -725,9 +725,7 @@ class EksDependencies(StrictModel):
 
 InstanceTypeName = Annotated[
     str,
-    _matching(
-        r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", "a SageMaker instance type like ml.p5.48xlarge"
-    ),
+    _matching(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", "a SageMaker instance type like ml.p5.48xlarge"),
 ]
 
 
@@ -803,9 +801,7 @@ class EksChartValues(StrictModel):
     )
     image_tags: dict[
         DependencyKey,
-        Annotated[
-            str, _matching(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "a container image tag")
-        ],
+        Annotated[str, _matching(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", "a container image tag")],
     ] = Field(
         default_factory=dict,
         description="A component's image tag instead of the pinned one (preflight checks the "

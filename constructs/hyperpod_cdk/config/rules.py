@@ -893,7 +893,8 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
         )
         if cfg.eks_settings.cluster_arn is None:
             out.error(
-                "cluster.instance_groups", f"{message}: add one (e.g. 2 x ml.m5.2xlarge) or untaint one"
+                "cluster.instance_groups",
+                f"{message}: add one (e.g. 2 x ml.m5.2xlarge) or untaint one",
             )
         else:
             out.warn(

@@ -298,7 +298,14 @@ class HyperPodEksCluster(Construct):
                 values=values,
             )
         return _chart(
-            self, construct_id, self.cluster, chart_asset, release, namespace, create_namespace, values
+            self,
+            construct_id,
+            self.cluster,
+            chart_asset,
+            release,
+            namespace,
+            create_namespace,
+            values,
         )
 
     def _acknowledge_configured_exposure(
@@ -467,7 +474,6 @@ class AdoptedEksCluster(Construct):
             manifest.node.add_dependency(self.kubectl_access)
         return manifest
 
-
     def add_chart(
         self,
         construct_id: str,
@@ -480,7 +486,14 @@ class AdoptedEksCluster(Construct):
     ) -> eks.HelmChart:
         """Install a local chart (an S3 asset) as ``release`` once the kubectl handler is let in."""
         chart = _chart(
-            self, construct_id, self.cluster, chart_asset, release, namespace, create_namespace, values
+            self,
+            construct_id,
+            self.cluster,
+            chart_asset,
+            release,
+            namespace,
+            create_namespace,
+            values,
         )
         if self.kubectl_access is not None:
             chart.node.add_dependency(self.kubectl_access)
