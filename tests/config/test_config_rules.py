@@ -33,10 +33,24 @@ ACCOUNTING = {
     }
 }
 AZ3 = {"network.additional_compute_cidrs": {"usw2-az3": "10.2.0.0/16"}}
+# an adopted (shared) cluster says, component by component, what the app installs there
 EKS_ADOPTED = {
     "eks.cluster_arn": "arn:aws:eks:us-west-2:111122223333:cluster/shared",
     "eks.kubernetes_version": "1.33",
+    "eks.dependencies": {
+        "health_monitoring_agent": True,
+        "deep_health_check": True,
+        "job_auto_restart": True,
+        "patching": True,
+        "training_operator": True,
+        "mpi_operator": False,
+        "nvidia_device_plugin": True,
+        "neuron_device_plugin": False,
+        "efa_device_plugin": True,
+    },
+    "eks.addons.fsx_csi_driver": True,
 }
+ECR_MIRROR = "111122223333.dkr.ecr.us-west-2.amazonaws.com/mirror"
 
 
 def group(name: str, instance_type: str = "ml.g5.8xlarge", **keys: Any) -> dict[str, Any]:
@@ -787,8 +801,8 @@ EKS_REJECTED = [
             "eks.dependencies.health_monitoring_agent": False,
             "cluster.node_recovery": "None",
         },
-        "region",
-        "images of the HyperPod dependencies (eks.dependencies) are not published in il-central-1",
+        "eks.dependencies.efa_device_plugin",
+        "its image is not published in il-central-1",
     ),
     case(
         {
@@ -797,13 +811,86 @@ EKS_REJECTED = [
             "network.eks_availability_zone_ids": ["apne2-az1", "apne2-az2"],
         },
         "eks.dependencies.health_monitoring_agent",
-        "the agent's image is not published in ap-northeast-2",
+        "its image is not published in ap-northeast-2 (AWS publishes it in ap-northeast-1, ",
     ),
     case(
         {"network.closed_network": True},
         "eks.dependencies.nvidia_device_plugin",
-        "a closed network cannot pull",
+        "a closed network cannot pull nvcr.io/nvidia/k8s-device-plugin:v0.16.1 (no NAT); mirror",
     ),
+    case(
+        {"network.closed_network": True, "eks.image_registry": "registry.example.com/mirror"},
+        "eks.image_registry",
+        "a closed network reaches only private Amazon ECR registries",
+    ),
+    case(
+        {"eks.image_registry": "https://registry.example.com/"},
+        "eks.image_registry",
+        "a registry host with an optional path",
+    ),
+    case(
+        {**EKS_ADOPTED, "eks.dependencies": {"patching": True}},
+        "eks.dependencies",
+        "say for each whether the app installs it (true) or the cluster's owner has it (false): "
+        "health_monitoring_agent, deep_health_check, job_auto_restart, training_operator",
+    ),
+    case(
+        {
+            **EKS_ADOPTED,
+            "eks.dependencies": {
+                k: True
+                for k in (
+                    "health_monitoring_agent",
+                    "deep_health_check",
+                    "job_auto_restart",
+                    "patching",
+                    "training_operator",
+                    "mpi_operator",
+                    "nvidia_device_plugin",
+                    "efa_device_plugin",
+                )
+            },
+        },
+        "eks.dependencies.neuron_device_plugin",
+        "say for each whether",
+    ),  # fmt: skip
+    case(
+        {k: v for k, v in EKS_ADOPTED.items() if k != "eks.addons.fsx_csi_driver"},
+        "eks.addons.fsx_csi_driver",
+        "may already have the FSx CSI driver add-on",
+    ),
+    case(
+        {
+            "eks.dependencies.mpi_operator": False,
+            "eks.chart_values.image_tags.mpi_operator": "0.6.0",
+        },
+        "eks.chart_values.image_tags.mpi_operator",
+        "eks.dependencies.mpi_operator is off",
+    ),
+    case(
+        {"eks.chart_values.image_tags.patching": "1"},
+        "eks.chart_values.image_tags.patching",
+        "'patching' is not allowed",
+    ),
+    case(
+        {"eks.chart_values.extra_tolerations": [{"key": "gpu", "effect": "NoDrain"}]},
+        "eks.chart_values.extra_tolerations[0].effect",
+        "'NoDrain' is not allowed",
+    ),
+    case(
+        {"eks.chart_values.extra_instance_types.efa": ["p5.48xlarge"]},
+        "eks.chart_values.extra_instance_types.efa[0]",
+        "an ml.* instance type like ml.p5.48xlarge",
+    ),
+    case(
+        {
+            f"{G}[0].taints": [{"key": "gpu", "effect": "NoSchedule"}],
+            f"{G}[1].taints": [{"key": "cpu", "effect": "NoExecute"}],
+        },
+        "cluster.instance_groups",
+        "CoreDNS and the add-ons in eks.addons run on an instance group with a count above 0 and "
+        "no NoSchedule or NoExecute taint",
+    ),  # fmt: skip
     case(
         {"storage.fsx.enabled": False, "eks.addons.fsx_csi_driver": True},
         "eks.addons.fsx_csi_driver",
@@ -870,6 +957,24 @@ EKS_ACCEPTED = [
     },
     {"eks.dependencies.health_monitoring_agent": False, "cluster.node_recovery": "None"},
     {"storage.fsx.enabled": False},
+    # a mirror serves every image: a closed network, and a region without AWS's regional images
+    {"network.closed_network": True, "eks.image_registry": ECR_MIRROR},
+    {
+        "region": "ap-northeast-2",
+        "network.availability_zone_id": "apne2-az2",
+        "network.eks_availability_zone_ids": ["apne2-az1", "apne2-az2"],
+        "eks.image_registry": ECR_MIRROR.replace("us-west-2", "ap-northeast-2"),
+    },
+    {
+        "eks.chart_values": {
+            "extra_tolerations": [{"key": "example.com/pool", "operator": "Exists"}],
+            "extra_instance_types": {"nvidia_gpu": ["ml.p7.48xlarge"]},
+            "image_tags": {"health_monitoring_agent": "1.0.2297.0_1.0.474.0"},
+        }
+    },
+    # one untainted group is enough for CoreDNS and the add-ons
+    {f"{G}[0].taints": [{"key": "gpu", "effect": "NoSchedule"}]},
+    {f"{G}[1].taints": [{"key": "cpu", "effect": "PreferNoSchedule"}]},
 ]
 
 PIPELINE_REJECTED = [
@@ -974,6 +1079,16 @@ def test_warnings(warnings_of, changes: dict[str, Any], path: str, fragment: str
     found = warnings_of(changes)
     assert_issue(found, path, fragment)
     assert all(i.severity == "warning" and str(i).startswith("config warning: ") for i in found)
+
+
+def test_adopted_cluster_without_system_nodes_is_a_warning(warnings_of) -> None:
+    taints = [{"key": "gpu", "effect": "NoSchedule"}]
+    found = warnings_of(
+        {**EKS_ADOPTED, f"{G}[0].taints": taints, f"{G}[1].taints": taints}, base="eks"
+    )
+    assert_issue(
+        found, "cluster.instance_groups", "can start only on the adopted cluster's own nodes"
+    )
 
 
 def test_no_warnings_without_efa_file_system(warnings_of) -> None:

@@ -249,12 +249,20 @@ def test_an_eks_cluster_is_adopted_for_the_dependencies_and_the_cluster(
     assert _resources(template, "AWS::EKS::Cluster") == []
     cluster = _resources(template, "AWS::SageMaker::Cluster")[0]["Properties"]
     assert cluster["Orchestrator"] == {"Eks": {"ClusterArn": EKS_ARN}}
-    manifests = _resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
-    assert len(manifests) >= 2
-    assert all(m["Properties"]["ClusterName"] == "ml-shared" for m in manifests)
-    # a handler role of its own gets a cluster-admin access entry; a given role has one already
+    # both components live in aws-hyperpod: one release of the chart
+    (release,) = _resources(template, "Custom::AWSCDK-EKS-HelmChart")
+    assert release["Properties"]["ClusterName"] == "ml-shared"
+    assert release["Properties"]["Release"] == "hyperpod-cdk-core"
+    assert release["Properties"]["Namespace"] == "aws-hyperpod"
+    # a handler role of its own gets a cluster-admin access entry (and the release waits for it);
+    # a given role has one already
     entries = _resources(template, "AWS::EKS::AccessEntry")
     assert len(entries) == (1 if kubectl_role_arn is None else 0)
+    if kubectl_role_arn is None:
+        (entry_id,) = [
+            k for k, r in template["Resources"].items() if r["Type"] == "AWS::EKS::AccessEntry"
+        ]
+        assert entry_id in release.get("DependsOn", [])
 
 
 def _fsx_storage(cluster: dict[str, Any]) -> dict[str, Any]:
@@ -382,7 +390,13 @@ SERVICE_TOKEN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:platform-kubectl"
 def _imported_eks(stack: cdk.Stack, *, with_provider: bool) -> eks_v2.ICluster:
     provider = (
         eks_v2.KubectlProvider.from_kubectl_provider_attributes(
-            stack, "PlatformKubectl", service_token=SERVICE_TOKEN
+            stack,
+            "PlatformKubectl",
+            service_token=SERVICE_TOKEN,
+            # the handler's role: it is let read the chart from the CDK asset bucket
+            role=iam.Role.from_role_arn(
+                stack, "PlatformKubectlRole", f"arn:aws:iam::{ACCOUNT}:role/platform-kubectl"
+            ),
         )
         if with_provider
         else None
@@ -420,14 +434,14 @@ def test_an_eks_cluster_is_adopted_from_an_icluster(with_provider: bool) -> None
     template, found = _synth(build)
     assert found == []
     assert _resources(template, "AWS::EKS::Cluster") == []
-    manifests = _resources(template, "Custom::AWSCDK-EKS-KubernetesResource")
+    manifests = _resources(template, "Custom::AWSCDK-EKS-HelmChart")
     assert manifests
     assert all(m["Properties"]["ClusterName"] == "ml-shared" for m in manifests)
     cluster = _resources(template, "AWS::SageMaker::Cluster")[0]["Properties"]
     assert "cluster/ml-shared" in json.dumps(cluster["Orchestrator"]["Eks"]["ClusterArn"])
     entries = _resources(template, "AWS::EKS::AccessEntry")
     if with_provider:
-        # the cluster's own kubectl provider applies the manifests; nothing of ours runs them
+        # the cluster's own kubectl provider installs the chart; nothing of ours runs it
         assert all(m["Properties"]["ServiceToken"] == SERVICE_TOKEN for m in manifests)
         assert _resources(template, "AWS::Lambda::Function") == []
         assert entries == []
@@ -558,4 +572,20 @@ def test_a_network_on_an_ivpc_needs_the_subnet_of_the_main_az() -> None:
             network=NetworkConfig(availability_zone_id=AZ_ID),
             vpc=adopted.vpc,
             compute_subnets={"usw2-az1": adopted.subnet},
+        )
+
+
+def test_a_kubectl_provider_without_its_role_cannot_install_the_chart() -> None:
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    provider = eks_v2.KubectlProvider.from_kubectl_provider_attributes(
+        stack, "PlatformKubectl", service_token=SERVICE_TOKEN
+    )
+    cluster = eks_v2.Cluster.from_cluster_attributes(
+        stack, "PlatformEks", cluster_name="ml-shared", kubectl_provider=provider
+    )
+    eks = AdoptedEksCluster(stack, "Eks", cluster=cluster, kubernetes_version="1.33")
+    with pytest.raises(ValueError, match="the kubectl provider of cluster ml-shared has no role"):
+        HyperPodDependencies(
+            stack, "Dependencies", cluster=eks, region=REGION, enabled=["deep_health_check"]
         )

@@ -305,8 +305,8 @@ def test_cluster_reads_its_eks_cluster_from_the_ready_parameter(shipped_eks) -> 
     assert arn == {"Fn::GetAtt": [param_id, "Value"]}
     param = shipped_eks.resources("eks-dependencies")[param_id]
     waits_for = set(param["DependsOn"])
-    manifests = shipped_eks.resources("eks-dependencies", "Custom::AWSCDK-EKS-KubernetesResource")
-    assert set(manifests) <= waits_for
+    releases = shipped_eks.resources("eks-dependencies", "Custom::AWSCDK-EKS-HelmChart")
+    assert releases and set(releases) <= waits_for
     assert set(shipped_eks.resources("eks-dependencies", "AWS::EKS::Addon")) <= waits_for
     assert set(shipped_eks.resources("eks-dependencies", "AWS::EKS::AccessEntry")) <= waits_for
 

@@ -15,12 +15,14 @@ from typing import Any
 import pytest
 from stack_testkit import EKS_CONFIGS, as_list, config_id, depends_on, shipped_params, tags
 
-from hyperpod_cdk.eks.manifests import DEPENDENCY_KEYS
+from hyperpod_cdk.eks import chart
+from hyperpod_cdk.eks.chart import DEPENDENCY_KEYS
 from hyperpod_cdk.eks.versions import MIN_VPC_CNI, addon_version, parse_addon_version
 from stacks.layout import needs_eks_addons
 
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
 CREATED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is None)
 ADOPTED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is not None)
 
@@ -36,6 +38,10 @@ def hyperpod(synth) -> dict[str, Any]:
 
 def manifests(synth, kind: str = "eks-dependencies") -> dict[str, dict[str, Any]]:
     return synth.resources(kind, MANIFEST)
+
+
+def releases(synth, kind: str = "eks-dependencies") -> dict[str, dict[str, Any]]:
+    return synth.resources(kind, HELM_CHART)
 
 
 def orchestrating_cluster_arn(synth) -> Any:
@@ -264,16 +270,17 @@ def test_adopted_cluster_with_a_kubectl_role_gets_no_access_entry(build_variant)
 
 
 @pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
-def test_one_manifest_per_enabled_dependency(path: Path, synthesized) -> None:
+def test_one_release_per_namespace_of_the_enabled_dependencies(path: Path, synthesized) -> None:
     synth = synthesized(path)
     enabled = synth.config.eks_settings.dependencies.enabled()
-    found = manifests(synth)
-    names = set(found)
-    for key in DEPENDENCY_KEYS:
-        construct = "".join(p.capitalize() for p in key.split("_"))
-        # Eks<Component> on an adopted cluster, EksCluster<Component> on a created one
-        present = any(re.match(f"Eks(Cluster)?{construct}[0-9A-F]{{8}}$", n) for n in names)
-        assert present == (key in enabled), key
+    found = {r["Properties"]["Release"]: r for r in releases(synth).values()}
+    assert list(found) == [r.name for r in chart.releases_for(enabled)]
+    for release in chart.RELEASES:
+        if release.name in found:
+            props = found[release.name]["Properties"]
+            assert props["Namespace"] == release.namespace
+            # --create-namespace for the project's namespaces, never for kube-system
+            assert props.get("CreateNamespace", False) is release.create_namespace
 
 
 def test_a_switched_off_dependency_is_not_installed(build_variant) -> None:
@@ -281,46 +288,45 @@ def test_a_switched_off_dependency_is_not_installed(build_variant) -> None:
         {"eks.dependencies": {"mpi_operator": False, "neuron_device_plugin": False}},
         base="eks-minimal",
     )
-    kinds = {
-        (o["kind"], o["metadata"]["name"])
-        for r in manifests(synth).values()
-        for o in manifest_objects(r)
-    }
-    assert not any("mpi" in name.lower() for _, name in kinds)
-    assert not any("neuron" in name.lower() for _, name in kinds)
+    found = {r["Properties"]["Release"]: r for r in releases(synth).values()}
+    assert "hyperpod-cdk-mpi-operator" not in found
+    values = json.loads(found["hyperpod-cdk-device-plugins"]["Properties"]["Values"])
+    assert values["neuronDevicePlugin"] == {"enabled": False}
+    assert values["nvidiaDevicePlugin"] == {"enabled": True}
 
 
-@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
-def test_namespaces_come_first_and_never_kube_system(path: Path, synthesized) -> None:
-    synth = synthesized(path)
-    found = manifests(synth)
-    (namespace_id,) = [k for k, r in found.items() if all(
-        o["kind"] == "Namespace" for o in manifest_objects(r))]  # fmt: skip
-    names = {o["metadata"]["name"] for o in manifest_objects(found[namespace_id])}
-    assert "kube-system" not in names
-    assert "aws-hyperpod" in names
-    for logical_id, resource in found.items():
-        if logical_id != namespace_id:
-            assert namespace_id in depends_on(resource), logical_id
+def test_every_dependency_off_installs_no_chart(build_variant) -> None:
+    synth = build_variant(
+        {
+            "eks.dependencies": dict.fromkeys(DEPENDENCY_KEYS, False),
+            "cluster.node_recovery": "None",
+            "cluster.instance_groups[0].deep_health_checks": [],
+        },
+        base="eks-minimal",
+    )
+    assert releases(synth) == {}
+    assert not synth.resources("eks-dependencies", "AWS::S3::Bucket")
 
 
-@pytest.mark.parametrize("path", shipped_params(lambda c: not c.is_slurm))
-def test_every_workload_tolerates_the_health_taint_and_pins_its_image(
-    path: Path, synthesized
-) -> None:
-    synth = synthesized(path)
-    for resource in manifests(synth).values():
-        for obj in manifest_objects(resource):
-            if obj["kind"] not in ("DaemonSet", "Deployment"):
-                continue
-            pod = obj["spec"]["template"]["spec"]
-            keys = {t.get("key") for t in pod.get("tolerations", [])}
-            assert "sagemaker.amazonaws.com/node-health-status" in keys or any(
-                t.get("operator") == "Exists" and "key" not in t for t in pod["tolerations"]
-            ), obj["metadata"]["name"]
-            for container in pod["containers"]:
-                image = container["image"]
-                assert ":" in image.rsplit("/", 1)[1] and not image.endswith(":latest"), image
+def test_config_overrides_reach_the_release_values(build_variant) -> None:
+    registry = "111122223333.dkr.ecr.us-west-2.amazonaws.com/mirror"
+    synth = build_variant(
+        {
+            "eks.image_registry": registry,
+            "eks.chart_values": {
+                "extra_tolerations": [{"key": "example.com/pool", "operator": "Exists"}],
+                "extra_instance_types": {"efa": ["ml.p7.48xlarge"]},
+                "image_tags": {"efa_device_plugin": "v0.5.14"},
+            },
+        },
+        base="eks-minimal",
+    )
+    for resource in releases(synth).values():
+        values = json.loads(resource["Properties"]["Values"])
+        assert values["imageRegistry"] == registry
+        assert values["extraTolerations"] == [{"key": "example.com/pool", "operator": "Exists"}]
+        assert values["extraInstanceTypes"] == {"efa": ["ml.p7.48xlarge"]}
+        assert values["images"] == {"efaDevicePlugin": {"tag": "v0.5.14"}}
 
 
 @pytest.mark.parametrize("path", [pytest.param(p, id=config_id(p)) for p in EKS_CONFIGS])
@@ -465,7 +471,7 @@ def test_no_fsx_csi_driver_without_a_file_system(synthesized) -> None:
 # -- network ---------------------------------------------------------------------------------
 
 
-def test_closed_network_gets_the_eks_endpoints(build_variant) -> None:
+def test_closed_network_gets_the_eks_and_lambda_endpoints(build_variant) -> None:
     off = dict.fromkeys(("training_operator", "mpi_operator", "nvidia_device_plugin", "neuron_device_plugin"), False)  # fmt: skip
     synth = build_variant(
         {"network.closed_network": True, "eks.dependencies": off}, base="eks-minimal"
@@ -474,8 +480,27 @@ def test_closed_network_gets_the_eks_endpoints(build_variant) -> None:
         json.dumps(r["Properties"]["ServiceName"])
         for r in synth.network_resources("AWS::EC2::VPCEndpoint").values()
     }
-    for service in ("eks", "eks-auth", "sts", "ecr.dkr"):
+    # lambda: the kubectl handler's custom-resource framework invokes it through the Lambda API
+    for service in ("eks", "eks-auth", "sts", "ecr.dkr", "lambda"):
         assert any(f".{service}" in s for s in services), service
+
+
+def test_closed_network_with_a_registry_mirror_installs_every_dependency(build_variant) -> None:
+    registry = "111122223333.dkr.ecr.us-west-2.amazonaws.com/mirror"
+    synth = build_variant(
+        {"network.closed_network": True, "eks.image_registry": registry}, base="eks-minimal"
+    )
+    found = releases(synth)
+    on = {
+        key
+        for r in found.values()
+        for key, values_key in chart.COMPONENT_VALUES.items()
+        if json.loads(r["Properties"]["Values"])[values_key]["enabled"]
+    }
+    assert on == set(DEPENDENCY_KEYS)
+    assert all(
+        json.loads(r["Properties"]["Values"])["imageRegistry"] == registry for r in found.values()
+    )
 
 
 @pytest.mark.parametrize("path", shipped_params(needs_eks_addons))
@@ -494,3 +519,31 @@ def test_node_addons_wait_for_a_parameter_that_reads_the_hyperpod_cluster(
     assert waiting
     for name, resource in waiting.items():
         assert param_id in depends_on(resource), name
+
+
+# -- shared clusters -------------------------------------------------------------------------
+
+
+def test_addons_on_an_adopted_cluster_never_overwrite_and_stay(build_variant) -> None:
+    synth = build_variant(
+        {"eks.addons": {"training_operator": True, "task_governance": True}},
+        base="eks-existing-cluster",
+    )
+    found = addons(synth, "eks-addons")
+    assert set(found) == {
+        "cert-manager",
+        "amazon-sagemaker-hyperpod-training-operator",
+        "amazon-sagemaker-hyperpod-taskgovernance",
+    }
+    for name, resource in found.items():
+        assert resource["Properties"]["ResolveConflicts"] == "NONE", name
+        assert resource["Properties"]["PreserveOnDelete"] is True, name
+
+
+@pytest.mark.parametrize("path", CREATED)
+def test_addons_on_a_created_cluster_own_their_objects(path: Path, synthesized) -> None:
+    synth = synthesized(path)
+    for kind in ("eks-dependencies", "eks-addons"):
+        for name, resource in addons(synth, kind).items():
+            assert resource["Properties"]["ResolveConflicts"] == "OVERWRITE", name
+            assert resource["Properties"]["PreserveOnDelete"] is False, name

@@ -723,12 +723,6 @@ class EksDependencies(StrictModel):
         return [name for name in type(self).model_fields if getattr(self, name)]
 
 
-InstanceTypeName = Annotated[
-    str,
-    _matching(r"^ml\.[a-z0-9-]+\.[a-z0-9]+$", "a SageMaker instance type like ml.p5.48xlarge"),
-]
-
-
 class Toleration(StrictModel):
     """eks only: a Kubernetes toleration added to the pods of the dependencies chart."""
 
@@ -765,15 +759,15 @@ class Toleration(StrictModel):
 class ExtraInstanceTypes(StrictModel):
     """Instance types appended to the chart's lists (a type AWS launched after the pinned chart)."""
 
-    nvidia_gpu: list[InstanceTypeName] = Field(
+    nvidia_gpu: list[InstanceType] = Field(
         default_factory=list,
         description="More NVIDIA GPU types for the NVIDIA device plugin and the health agent.",
     )
-    neuron: list[InstanceTypeName] = Field(
+    neuron: list[InstanceType] = Field(
         default_factory=list,
         description="More Trainium/Inferentia types for the Neuron plugin and the health agent.",
     )
-    efa: list[InstanceTypeName] = Field(
+    efa: list[InstanceType] = Field(
         default_factory=list, description="More EFA-capable types for the EFA device plugin."
     )
 

@@ -484,7 +484,18 @@ class AdoptedEksCluster(Construct):
         create_namespace: bool,
         values: Mapping[str, Any],
     ) -> eks.HelmChart:
-        """Install a local chart (an S3 asset) as ``release`` once the kubectl handler is let in."""
+        """Install a local chart (an S3 asset) as ``release`` once the kubectl handler is let in.
+
+        :raises ValueError: the cluster's own kubectl provider was imported without its role
+            (the handler must be granted read access to the chart asset).
+        """
+        provider = self.cluster.kubectl_provider
+        if provider is not None and provider.role is None:
+            raise ValueError(
+                f"the kubectl provider of cluster {self.cluster_name} has no role: the Helm "
+                "handler must be let read the chart from the CDK asset bucket; import it with "
+                "eks.KubectlProvider.from_kubectl_provider_attributes(..., role=<its handler role>)"
+            )
         chart = _chart(
             self,
             construct_id,
@@ -525,18 +536,21 @@ def _chart(
         timeout=cdk.Duration.minutes(5),
     )
     provider = cluster.kubectl_provider
-    if isinstance(provider, Construct):
-        reason = (
-            "aws_eks_v2.HelmChart lets the kubectl handler read the chart it installs from the CDK "
-            "asset bucket (Bucket.grantRead: read-only actions on that bucket's objects)."
-        )
-        for finding in (
-            "AwsSolutions-IAM5[Action::s3:GetBucket*]",
-            "AwsSolutions-IAM5[Action::s3:GetObject*]",
-            "AwsSolutions-IAM5[Action::s3:List*]",
-            f"AwsSolutions-IAM5[Resource::{cdk_assets_objects(provider)}]",
-        ):
-            acknowledge(provider, finding, reason)
+    # the grant lands on the handler's role: CDK's own (under the provider) or an imported one
+    for grantee in (provider, provider.role if provider is not None else None):
+        # (an imported role is a jsii IRole proxy, not a Python Construct: test for its node)
+        if grantee is not None and hasattr(grantee, "node"):
+            reason = (
+                "aws_eks_v2.HelmChart lets the kubectl handler read the chart it installs from the "
+                "CDK asset bucket (Bucket.grantRead: read-only actions on that bucket's objects)."
+            )
+            for finding in (
+                "AwsSolutions-IAM5[Action::s3:GetBucket*]",
+                "AwsSolutions-IAM5[Action::s3:GetObject*]",
+                "AwsSolutions-IAM5[Action::s3:List*]",
+                f"AwsSolutions-IAM5[Resource::{cdk_assets_objects(grantee)}]",
+            ):
+                acknowledge(grantee, finding, reason)
     return chart
 
 
