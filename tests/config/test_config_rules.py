@@ -837,9 +837,8 @@ EKS_REJECTED = [
     case(
         {
             **EKS_ADOPTED,
-            "eks.dependencies": {
-                k: True
-                for k in (
+            "eks.dependencies": dict.fromkeys(
+                (
                     "health_monitoring_agent",
                     "deep_health_check",
                     "job_auto_restart",
@@ -848,8 +847,9 @@ EKS_REJECTED = [
                     "mpi_operator",
                     "nvidia_device_plugin",
                     "efa_device_plugin",
-                )
-            },
+                ),
+                True,
+            ),
         },
         "eks.dependencies.neuron_device_plugin",
         "say for each whether",

@@ -8,7 +8,6 @@ control-plane logging are asserted here.
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
