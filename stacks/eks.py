@@ -8,7 +8,8 @@
   cluster reads its EKS cluster ARN from that parameter, so it waits for exactly these.
 - ``<name>-eks-addons``: what needs nodes (CoreDNS as a managed add-on, the optional HyperPod
   add-ons, the FSx CSI driver and the file system's volume), behind a parameter that holds the
-  HyperPod cluster ARN. Nothing waits for it.
+  HyperPod cluster ARN and a bounded wait for the first Running node of a group they can run
+  on (``HyperPodNodeWait``). Nothing waits for it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.eks.addons import HyperPodEksAddons
 from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core_dns_addon
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
+from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import FileSystemHandle
 from stacks.base import EnvironmentStack, output, ready_parameter
@@ -151,6 +153,7 @@ class EksAddonsStack(EnvironmentStack):
         *,
         config: EnvironmentConfig,
         eks_stack: EksDependenciesStack,
+        network: HyperPodNetwork,
         file_system: FileSystemHandle | None,
         hyperpod_cluster_arn: str,
         **kwargs: Any,
@@ -168,6 +171,24 @@ class EksAddonsStack(EnvironmentStack):
             "The HyperPod cluster (InService) whose nodes the EKS add-ons of this stack run on",
             [],
         )
+        # ... and, under Continuous provisioning (InService before any node exists), for the
+        # first Running node of a group they can run on, within a bounded time
+        waits_for: Construct = self.nodes_ready
+        self.node_wait: HyperPodNodeWait | None = None
+        groups = config.cluster.system_pod_groups()
+        if groups:
+            self.node_wait = HyperPodNodeWait(
+                self,
+                "NodeWait",
+                cluster_arn=self.nodes_ready.string_value,
+                instance_groups=groups,
+                timeout=cdk.Duration.minutes(eks_cfg.node_wait_minutes),
+                vpc=network.vpc,
+                subnets=[network.compute_subnet],
+                security_groups=network.node_security_groups,
+                role_path=config.iam.role_path,
+            )
+            waits_for = self.node_wait.resource
         self.core_dns = None
         if isinstance(cluster, HyperPodEksCluster):
             self.core_dns = core_dns_addon(
@@ -190,6 +211,6 @@ class EksAddonsStack(EnvironmentStack):
             role_path=config.iam.role_path,
             shared_cluster=eks_cfg.cluster_arn is not None,
         )
-        self.addons.wait_for(self.nodes_ready)
+        self.addons.wait_for(waits_for)
         if self.core_dns is not None:
-            self.core_dns.node.add_dependency(self.nodes_ready)
+            self.core_dns.node.add_dependency(waits_for)

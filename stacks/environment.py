@@ -583,7 +583,8 @@ def build_environment(
     if eks_dependencies is not None and needs_eks_addons(config):
         eks_addons = EksAddonsStack(
             scope, f"{prefix}-eks-addons", config=config, eks_stack=eks_dependencies,
-            file_system=storage.file_system, hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
+            network=network.network, file_system=storage.file_system,
+            hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
             description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
         )  # fmt: skip
     data_repositories = None

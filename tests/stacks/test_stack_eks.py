@@ -22,6 +22,7 @@ from stacks.layout import needs_eks_addons
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"
+NODE_WAIT = "Custom::HyperPodNodeWait"
 CREATED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is None)
 ADOPTED = shipped_params(lambda c: not c.is_slurm and c.eks_settings.cluster_arn is not None)
 
@@ -516,8 +517,50 @@ def test_node_addons_wait_for_a_parameter_that_reads_the_hyperpod_cluster(
     }
     waiting = {**addons(synth, "eks-addons"), **manifests(synth, "eks-addons")}
     assert waiting
+    # through the node wait, which reads the parameter (a reference, so it comes after it)
+    (wait_id, wait), *more = synth.resources("eks-addons", NODE_WAIT).items()
+    assert more == []
+    assert wait["Properties"]["ClusterArn"] == {"Fn::GetAtt": [param_id, "Value"]}
     for name, resource in waiting.items():
-        assert param_id in depends_on(resource), name
+        assert wait_id in depends_on(resource), name
+
+
+@pytest.mark.parametrize("path", shipped_params(needs_eks_addons))
+def test_node_addons_wait_for_the_first_node_of_a_group_they_can_run_on(
+    path: Path, synthesized
+) -> None:
+    """Under Continuous provisioning the cluster is InService before any node exists: the
+    add-ons wait (boundedly) for a Running node of an untainted group with a count above 0."""
+    synth = synthesized(path)
+    (wait,) = synth.resources("eks-addons", NODE_WAIT).values()
+    props = wait["Properties"]
+    assert props["InstanceGroups"] == synth.config.cluster.system_pod_groups()
+    assert props["MinNodes"] == 1
+    assert props["TimeoutSeconds"] == synth.config.eks_settings.node_wait_minutes * 60
+    # its handlers run in the HyperPod subnet (the sagemaker.api endpoint of a closed network)
+    in_vpc = [
+        f for f in synth.resources("eks-addons", "AWS::Lambda::Function").values()
+        if "VpcConfig" in f["Properties"]
+    ]  # fmt: skip
+    assert len(in_vpc) == 2
+
+
+def test_tainted_and_empty_groups_are_not_waited_for(build_variant) -> None:
+    synth = build_variant(
+        {
+            "cluster.instance_groups": [
+                {"name": "gpu", "instance_type": "ml.g5.8xlarge", "count": 2},
+                {"name": "spare", "instance_type": "ml.m5.2xlarge", "count": 0},
+                {"name": "sys", "instance_type": "ml.m5.2xlarge", "count": 1,
+                 "taints": [{"key": "x", "effect": "NoExecute"}]},
+            ],
+            "eks.node_wait_minutes": 20,
+        },
+        base="eks-minimal",
+    )  # fmt: skip
+    (wait,) = synth.resources("eks-addons", NODE_WAIT).values()
+    assert wait["Properties"]["InstanceGroups"] == ["gpu"]
+    assert wait["Properties"]["TimeoutSeconds"] == 1200
 
 
 # -- shared clusters -------------------------------------------------------------------------

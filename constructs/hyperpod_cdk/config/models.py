@@ -880,6 +880,12 @@ class EksConfig(StrictModel):
         "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.eks.chart --mirror-list REGION` "
         "lists what to copy). Needed in a closed network for the images of public registries.",
     )
+    node_wait_minutes: Annotated[int, Field(ge=1, le=50)] = Field(
+        default=45,
+        description="How long the add-ons that need nodes (CoreDNS, eks.addons) wait for the "
+        "first Running node of a group without NoSchedule/NoExecute taints before their stack "
+        "fails (1-50: CloudFormation gives a custom resource an hour).",
+    )
     chart_values: EksChartValues = Field(
         default_factory=lambda: EksChartValues(),
         description="Overrides passed to the releases of the dependencies chart.",

@@ -1,0 +1,339 @@
+"""A bounded wait for the first Running nodes of a HyperPod cluster (a custom resource)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IConstruct
+
+from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
+from hyperpod_cdk.iam.aspects import RolePath
+from hyperpod_cdk.nag import acknowledge, nag_ref
+
+HANDLER_DIR = Path(__file__).parent / "node_wait_handler"
+RESOURCE_TYPE = "Custom::HyperPodNodeWait"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+QUERY_INTERVAL = cdk.Duration.seconds(30)
+# The framework gives up this long after the handler's own deadline, so the handler's message
+# is the one CloudFormation shows (the framework's says only "Operation timed out").
+FRAMEWORK_MARGIN = cdk.Duration.minutes(5)
+# CloudFormation fails a custom resource that has not answered within an hour (the default and
+# the maximum of its ServiceTimeout); the wait and the margin stay below that.
+MAX_TIMEOUT = cdk.Duration.minutes(50)
+MIN_TIMEOUT = cdk.Duration.minutes(1)
+DEFAULT_TIMEOUT = cdk.Duration.minutes(45)
+
+_AWS_MANAGED = "arn:<AWS::Partition>:iam::aws:policy/service-role/"
+_BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
+_VPC_ACCESS = "AWSLambdaVPCAccessExecutionRole"
+
+
+class HyperPodNodeWait(Construct):
+    """Waits, at most ``timeout``, until ``min_nodes`` nodes of ``instance_groups`` are Running.
+
+    Under Continuous node provisioning a HyperPod cluster is InService before it has any node,
+    and a group may stay at zero. EKS add-ons whose pods need a node (CoreDNS, cert-manager,
+    the training operator, the FSx CSI driver) fail their stack when created before one is
+    Running: make them depend on :attr:`resource`
+    (``addon.node.add_dependency(wait.resource)``).
+
+    A custom resource of type ``Custom::HyperPodNodeWait`` backed by CDK's provider framework:
+    ``on_event`` fixes the deadline, ``is_complete`` lists the cluster's nodes every 30 seconds
+    (``sagemaker:ListClusterNodes`` on this cluster only) and, past the deadline, fails the
+    stack with the per-group node counts and what to do. Updating the cluster ARN or the groups
+    waits again; deleting waits for nothing.
+
+    The two handlers run in ``vpc`` (``subnets``, ``security_groups``) when given: they need
+    HTTPS to the SageMaker API (a NAT route or a ``sagemaker.api`` endpoint). The framework's
+    own functions run outside the VPC: they call only the Lambda and Step Functions APIs and
+    answer CloudFormation, so a closed network needs no Step Functions endpoint for them.
+
+    :param cluster_arn: the HyperPod cluster's ARN (a token is fine).
+    :param instance_groups: the groups whose nodes count (those the add-ons can run on); at
+        least one.
+    :param min_nodes: how many Running nodes, summed over the groups, end the wait.
+    :param timeout: how long to wait, 1 to 50 minutes.
+    :param vpc: the VPC of the handlers; None: they run outside any VPC.
+    :param subnets: their subnets (private, with a route to the SageMaker API); default: the
+        VPC's private subnets.
+    :param security_groups: their security groups (HTTPS egress); default: a new group that
+        allows only HTTPS out.
+    :param role_path: IAM path of every role here, the framework's included.
+    :param permissions_boundary: permissions boundary of every role here.
+
+    :ivar resource: the custom resource to depend on.
+    :ivar provider: the provider framework. :ivar on_event_function, is_complete_function: the
+        handlers. :ivar policy: the managed policy with ``sagemaker:ListClusterNodes``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_arn: str,
+        instance_groups: Sequence[str],
+        min_nodes: int = 1,
+        timeout: cdk.Duration = DEFAULT_TIMEOUT,
+        vpc: ec2.IVpc | None = None,
+        subnets: Sequence[ec2.ISubnet] = (),
+        security_groups: Sequence[ec2.ISecurityGroup] = (),
+        role_path: str = "/",
+        permissions_boundary: iam.IManagedPolicy | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        groups = list(dict.fromkeys(instance_groups))
+        if not groups:
+            raise ValueError(
+                "HyperPodNodeWait needs at least one instance group whose nodes end the wait"
+            )
+        if min_nodes < 1:
+            raise ValueError(f"min_nodes: {min_nodes} must be at least 1")
+        timeout_seconds = timeout.to_seconds()
+        if not MIN_TIMEOUT.to_seconds() <= timeout_seconds <= MAX_TIMEOUT.to_seconds():
+            raise ValueError(
+                f"timeout: {timeout.to_human_string()} must be 1 to 50 minutes (CloudFormation "
+                "gives a custom resource one hour, and the framework gives up 5 minutes after it)"
+            )
+        if vpc is None and (subnets or security_groups):
+            raise ValueError("subnets and security_groups need the vpc they belong to")
+
+        # every role here, the ones the provider framework makes too
+        if permissions_boundary is not None:
+            iam.PermissionsBoundary.of(self).apply(permissions_boundary)
+        if role_path != "/":
+            cdk.Aspects.of(self).add(RolePath(role_path))
+
+        if vpc is not None and not security_groups:
+            https_only = ec2.SecurityGroup(
+                self,
+                "HandlerSecurityGroup",
+                vpc=vpc,
+                description="HyperPod node wait handlers: HTTPS to the SageMaker API",
+                allow_all_outbound=False,
+            )
+            https_only.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "SageMaker API")
+            security_groups = [https_only]
+        code = lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
+
+        def handler(
+            construct_id: str, entry: str, description: str, timeout: cdk.Duration
+        ) -> lambda_.Function:
+            managed = [_BASIC_EXECUTION] + ([_VPC_ACCESS] if vpc is not None else [])
+            role = iam.Role(
+                self,
+                f"{construct_id}Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"HyperPod node wait: {description}",
+                managed_policies=[
+                    iam.ManagedPolicy.from_aws_managed_policy_name(f"service-role/{name}")
+                    for name in managed
+                ],
+                path=role_path,
+            )
+            return lambda_.Function(
+                self,
+                construct_id,
+                runtime=RUNTIME,
+                handler=f"index.{entry}",
+                code=code,
+                role=role,
+                timeout=timeout,
+                description=f"HyperPod node wait: {description}",
+                vpc=vpc,
+                vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)) if subnets else None,
+                security_groups=list(security_groups) or None,
+            )
+
+        # on_event only computes the deadline; is_complete pages through the node list with
+        # botocore's retries (3 attempts of at most 40 s each per page)
+        self.on_event_function = handler(
+            "OnEvent", "on_event", "starts the wait", cdk.Duration.seconds(30)
+        )
+        self.is_complete_function = handler(
+            "IsComplete",
+            "is_complete",
+            "counts the Running nodes of the HyperPod cluster",
+            cdk.Duration.minutes(3),
+        )
+        self.policy = iam.ManagedPolicy(
+            self,
+            "ListNodesPolicy",
+            description="HyperPod node wait: list the nodes of the HyperPod cluster",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ListHyperPodNodes",
+                    actions=["sagemaker:ListClusterNodes"],
+                    resources=[cluster_arn],
+                )
+            ],
+        )
+        assert self.is_complete_function.role is not None
+        self.policy.attach_to_role(self.is_complete_function.role)
+
+        self.provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.on_event_function,
+            is_complete_handler=self.is_complete_function,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=_framework_timeout(timeout_seconds),
+        )
+        self.resource = cdk.CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={
+                "ClusterArn": cluster_arn,
+                "InstanceGroups": groups,
+                "MinNodes": min_nodes,
+                "TimeoutSeconds": int(timeout_seconds),
+            },
+        )
+        self._acknowledge_handlers(in_vpc=vpc is not None)
+        self._acknowledge_framework()
+
+    def _acknowledge_handlers(self, *, in_vpc: bool) -> None:
+        """cdk-nag findings and checkov skips of the two handlers."""
+        what = "The HyperPod node wait handler"
+        for function in (self.on_event_function, self.is_complete_function):
+            acknowledge_controls(
+                function,
+                "LambdaConcurrency",
+                "A deploy-time custom-resource handler; reserved concurrency would take from the "
+                "account's unreserved pool and fails the deploy in accounts at the minimum of 10.",
+            )
+            acknowledge_controls(
+                function,
+                "LambdaDLQ",
+                "A deploy-time custom-resource handler: CloudFormation waits for its result and "
+                "fails the stack operation on error, so a dead-letter queue would hold nothing.",
+            )
+            assert function.role is not None
+            acknowledge(
+                function.role,
+                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
+                "The AWS managed Lambda execution policy grants the handler only log writing; "
+                "AWS keeps it current for the Lambda service.",
+            )
+            cfn = _cfn(function)
+            skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
+            skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
+            if in_vpc:
+                acknowledge(
+                    function.role,
+                    f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_VPC_ACCESS}]",
+                    "The AWS managed Lambda VPC policy grants the handler only the network "
+                    "interfaces Lambda needs in the VPC; AWS keeps it current.",
+                )
+                continue
+            outside = (
+                "No VPC was given: the node wait handler only reads the HyperPod cluster's node "
+                "list from the SageMaker API, during deploys, and reaches nothing in a VPC."
+            )
+            acknowledge_controls(function, "LambdaInsideVPC", outside)
+            skip_check(cfn, "CKV_AWS_117", outside)
+
+    def _acknowledge_framework(self) -> None:
+        """cdk-nag findings and checkov skips of CDK's provider framework (three functions and
+        the waiter state machine), which no setting of ``Provider`` changes."""
+        handlers = (self.on_event_function, self.is_complete_function)
+        frameworks = _framework_functions(self.provider)
+        what = "CDK's provider framework function of the HyperPod node wait"
+        outside = (
+            f"{what} only invokes the node wait handlers (Lambda API), starts or is run by its "
+            "waiter state machine and answers CloudFormation's pre-signed S3 URL; it holds no "
+            "data, reaches nothing in the VPC, and a closed network of this app has no Step "
+            "Functions endpoint."
+        )
+        for function in frameworks:
+            # in_vpc=True: that LambdaInsideVPC reason is about S3 copies; this one's follows
+            acknowledge_framework_function(function, in_vpc=True)
+            acknowledge_controls(function, "LambdaInsideVPC", outside)
+            acknowledge(
+                function,
+                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
+                "CDK's provider framework function writes its logs with the AWS managed Lambda "
+                "execution policy, which grants only log writing.",
+            )
+            for handler in handlers:
+                acknowledge(
+                    function,
+                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(handler), 'Arn')}:*]",
+                    "CDK's provider framework invokes every version of the node wait handler "
+                    "function and nothing else (CDK custom-resource provider pattern).",
+                )
+            cfn = _cfn(function)
+            skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
+            skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
+            skip_check(cfn, "CKV_AWS_117", outside)
+            skip_check(
+                cfn,
+                "CKV_AWS_173",
+                f"{what}: its environment holds only the ARNs aws-cdk-lib writes (the handlers, "
+                "the waiter state machine), no secret; Lambda encrypts it at rest with an AWS "
+                "managed key.",
+            )
+
+        waiter = self.provider.node.find_child("waiter-state-machine")
+        for function in frameworks:
+            if function.node.id != "framework-onEvent":  # the only one the waiter does not run
+                acknowledge(
+                    waiter,
+                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(function), 'Arn')}:*]",
+                    "The provider framework's waiter state machine invokes every version of the "
+                    "framework's isComplete and onTimeout functions and nothing else.",
+                )
+        acknowledge(
+            waiter,
+            "AwsSolutions-SF1",
+            "The provider framework's waiter has one task: the framework's isComplete function, "
+            "retried every 30 seconds. Each attempt logs in that function's and the node wait "
+            "handler's log groups, and Step Functions keeps the execution history. Logging ALL "
+            "events would add a log group and, as the framework enables it, logs:* on every "
+            "resource for the state machine's role, for nothing those logs lack.",
+        )
+        acknowledge(
+            waiter,
+            "AwsSolutions-SF2",
+            "X-Ray traces of the provider framework's one-task waiter would show only the Lambda "
+            "invocations its functions already log; aws-cdk-lib's Provider has no tracing setting.",
+        )
+        acknowledge_controls(
+            waiter.node.find_child("Role").node.find_child("DefaultPolicy"),
+            "IAMNoInlinePolicy",
+            "CDK writes this inline policy for the provider framework's waiter state machine from "
+            "its grants: it only invokes the framework's isComplete and onTimeout functions.",
+        )
+
+
+def _framework_timeout(timeout_seconds: float) -> cdk.Duration:
+    """The wait plus :data:`FRAMEWORK_MARGIN`, in whole query intervals (the framework counts
+    its attempts as total timeout / interval and wants a whole number)."""
+    interval = QUERY_INTERVAL.to_seconds()
+    attempts = math.ceil((timeout_seconds + FRAMEWORK_MARGIN.to_seconds()) / interval)
+    return cdk.Duration.seconds(attempts * interval)
+
+
+def _framework_functions(provider: cr.Provider) -> list[lambda_.Function]:
+    """The Lambda functions CDK's provider framework makes (onEvent, isComplete, onTimeout)."""
+    return [
+        child
+        for child in provider.node.children
+        if isinstance(child, lambda_.Function) and child.node.id.startswith("framework-")
+    ]
+
+
+def _cfn(function: IConstruct) -> lambda_.CfnFunction:
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction)
+    return cfn
