@@ -187,6 +187,9 @@ class EksAddonsStack(EnvironmentStack):
                 subnets=[network.compute_subnet],
                 security_groups=network.node_security_groups,
                 role_path=config.iam.role_path,
+                # the handlers and the framework deploy with eks-dependencies, before the
+                # HyperPod cluster, so they are not on the path after it
+                provider_scope=eks_stack,
             )
             waits_for = self.node_wait.resource
         self.core_dns = None

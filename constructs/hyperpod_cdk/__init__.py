@@ -46,6 +46,7 @@ _EXPORTS = {
     "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
     "HyperPodEksAddons": "hyperpod_cdk.eks.addons",
     "HyperPodEksCluster": "hyperpod_cdk.eks.cluster",
+    "HyperPodNodeWait": "hyperpod_cdk.eks.node_wait",
     # log encryption
     "EncryptLogGroups": "hyperpod_cdk.log_encryption",
     "LogsKey": "hyperpod_cdk.log_encryption",
@@ -110,6 +111,7 @@ __all__ = [
     "HyperPodEksAddons",
     "HyperPodEksCluster",
     "HyperPodNetwork",
+    "HyperPodNodeWait",
     "IamConfig",
     "InstanceGroup",
     "Issue",
@@ -180,6 +182,7 @@ if TYPE_CHECKING:
     from hyperpod_cdk.eks.addons import HyperPodEksAddons
     from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster
     from hyperpod_cdk.eks.dependencies import HyperPodDependencies
+    from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
     from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
     from hyperpod_cdk.iam.aspects import RolePath
     from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey

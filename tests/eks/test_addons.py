@@ -619,3 +619,25 @@ def test_works_with_a_created_cluster(tmp_path: Path) -> None:
         "Custom::AWSCDK-EKS-KubernetesResource",
         {"ServiceToken": {"Fn::GetAtt": [Match.string_like_regexp("KubectlProvider"), "Arn"]}},
     )
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_on_a_shared_cluster_nothing_is_overwritten_and_the_addons_stay(shared: bool) -> None:
+    stack = new_stack()
+    HyperPodEksAddons(
+        stack,
+        "Addons",
+        cluster_name="ml-research",
+        kubernetes_version=KUBERNETES,
+        options=EksAddons(training_operator=True),
+        cluster=imported_cluster(stack),
+        file_system=FILE_SYSTEM,
+        shared_cluster=shared,
+    )
+    template = Template.from_stack(stack)
+    for addon in template.find_resources("AWS::EKS::Addon").values():
+        assert addon["Properties"]["ResolveConflicts"] == ("NONE" if shared else "OVERWRITE")
+        assert addon["Properties"]["PreserveOnDelete"] is shared
+    (volume,) = template.find_resources("Custom::AWSCDK-EKS-KubernetesResource").values()
+    # `kubectl create` (fails on another team's fsx-claim) instead of `kubectl apply`
+    assert volume["Properties"].get("Overwrite", False) is (not shared)

@@ -326,3 +326,32 @@ def test_objects_carry_the_release_labels(everything) -> None:
         assert labels["app.kubernetes.io/managed-by"] == "Helm"
         assert labels["app.kubernetes.io/instance"].startswith("hyperpod-cdk-")
         assert labels["helm.sh/chart"] == f"{chart.CHART_NAME}-{chart.chart_version()}"
+
+
+# -- versioning ------------------------------------------------------------------------------
+
+# The chart's content per released version. A change of a template or of values.yaml must bump
+# Chart.yaml's version (it is in every object's helm.sh/chart label, and `helm history` shows it)
+# and add its digest here.
+CHART_DIGESTS = {
+    "1.0.0": "181eaebed3cea7aaa1ea0316f837906064d02460b19d9861a4d43610125183e4",
+}
+
+
+def _chart_digest() -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for file in sorted(p for p in chart.CHART_DIR.rglob("*") if p.is_file()):
+        digest.update(str(file.relative_to(chart.CHART_DIR)).encode() + b"\0")
+        digest.update(file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def test_the_chart_version_changes_with_its_content() -> None:
+    version = chart.chart_version()
+    assert version in CHART_DIGESTS, f"chart version {version} has no digest here: add it"
+    assert _chart_digest() == CHART_DIGESTS[version], (
+        f"the chart changed but its version is still {version}: bump Chart.yaml's version and "
+        f"add {{{chart.chart_version()!r}: {_chart_digest()!r}}} to CHART_DIGESTS"
+    )

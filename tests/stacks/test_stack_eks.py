@@ -212,9 +212,12 @@ def test_kubectl_handler_runs_in_the_eks_subnets(path: Path, synthesized) -> Non
     control_plane = synth.resolve(eks_cluster(synth)["ResourcesVpcConfig"]["SubnetIds"])
     # the handler waits for the egress (NAT or endpoints); the control plane does not
     assert synth.resources("eks", "AWS::Lambda::Function") == {}
-    functions = synth.resources("eks-dependencies", "AWS::Lambda::Function").values()
+    functions = {
+        k: f for k, f in synth.resources("eks-dependencies", "AWS::Lambda::Function").items()
+        if not k.startswith("NodeWait")  # the node wait's, in the HyperPod subnet (below)
+    }  # fmt: skip
     assert functions
-    for function in functions:
+    for function in functions.values():
         assert synth.resolve(function["Properties"]["VpcConfig"]["SubnetIds"]) == control_plane
     assert "egress" in synth.dependencies("eks-dependencies")
     assert "egress" not in synth.dependencies("eks")
@@ -538,11 +541,23 @@ def test_node_addons_wait_for_the_first_node_of_a_group_they_can_run_on(
     assert props["MinNodes"] == 1
     assert props["TimeoutSeconds"] == synth.config.eks_settings.node_wait_minutes * 60
     # its handlers run in the HyperPod subnet (the sagemaker.api endpoint of a closed network)
-    in_vpc = [
-        f for f in synth.resources("eks-addons", "AWS::Lambda::Function").values()
-        if "VpcConfig" in f["Properties"]
+    # and deploy with eks-dependencies, before the cluster: only the wait itself and its
+    # ListClusterNodes policy (which names the cluster) come after it
+    assert synth.resources("eks-addons", "AWS::Lambda::Function") == {}
+    handlers = {
+        k: f for k, f in synth.resources("eks-dependencies", "AWS::Lambda::Function").items()
+        if k.startswith("NodeWait") and "VpcConfig" in f["Properties"]
+    }  # fmt: skip
+    assert len(handlers) == 2
+    for function in handlers.values():
+        assert len(function["Properties"]["VpcConfig"]["SubnetIds"]) == 1  # the HyperPod subnet
+    (policy,) = [
+        p for p in synth.resources("eks-addons", "AWS::IAM::ManagedPolicy").values()
+        if "sagemaker:ListClusterNodes" in json.dumps(p)
     ]  # fmt: skip
-    assert len(in_vpc) == 2
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "sagemaker:ListClusterNodes"
+    assert statement["Resource"] == props["ClusterArn"]
 
 
 def test_tainted_and_empty_groups_are_not_waited_for(build_variant) -> None:

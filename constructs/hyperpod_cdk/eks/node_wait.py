@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +32,9 @@ MAX_TIMEOUT = cdk.Duration.minutes(50)
 MIN_TIMEOUT = cdk.Duration.minutes(1)
 DEFAULT_TIMEOUT = cdk.Duration.minutes(45)
 
+# the handler reads the region from the ARN, and ListClusterNodes takes the ARN as ClusterName
+CLUSTER_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:cluster/[a-z0-9]{12}")
+
 _AWS_MANAGED = "arn:<AWS::Partition>:iam::aws:policy/service-role/"
 _BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
 _VPC_ACCESS = "AWSLambdaVPCAccessExecutionRole"
@@ -48,8 +52,9 @@ class HyperPodNodeWait(Construct):
     A custom resource of type ``Custom::HyperPodNodeWait`` backed by CDK's provider framework:
     ``on_event`` fixes the deadline, ``is_complete`` lists the cluster's nodes every 30 seconds
     (``sagemaker:ListClusterNodes`` on this cluster only) and, past the deadline, fails the
-    stack with the per-group node counts and what to do. Updating the cluster ARN or the groups
-    waits again; deleting waits for nothing.
+    stack with the per-group node counts and what to do. A change of its properties waits
+    again (so does the rollback of a failed update, for the groups before it); deleting waits
+    for nothing.
 
     The two handlers run in ``vpc`` (``subnets``, ``security_groups``) when given: they need
     HTTPS to the SageMaker API (a NAT route or a ``sagemaker.api`` endpoint). The framework's
@@ -68,6 +73,10 @@ class HyperPodNodeWait(Construct):
         allows only HTTPS out.
     :param role_path: IAM path of every role here, the framework's included.
     :param permissions_boundary: permissions boundary of every role here.
+    :param provider_scope: build the handlers and the provider framework there (e.g. a stack
+        deployed before the HyperPod cluster), so that only the custom resource and the
+        ``ListClusterNodes`` policy (which names the cluster) wait for the cluster; default:
+        here.
 
     :ivar resource: the custom resource to depend on.
     :ivar provider: the provider framework. :ivar on_event_function, is_complete_function: the
@@ -88,8 +97,14 @@ class HyperPodNodeWait(Construct):
         security_groups: Sequence[ec2.ISecurityGroup] = (),
         role_path: str = "/",
         permissions_boundary: iam.IManagedPolicy | None = None,
+        provider_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        if not cdk.Token.is_unresolved(cluster_arn) and not CLUSTER_ARN.fullmatch(cluster_arn):
+            raise ValueError(
+                f"cluster_arn: {cluster_arn!r} is not a HyperPod cluster ARN "
+                "(arn:<partition>:sagemaker:<region>:<account>:cluster/<id>)"
+            )
         groups = list(dict.fromkeys(instance_groups))
         if not groups:
             raise ValueError(
@@ -100,21 +115,26 @@ class HyperPodNodeWait(Construct):
         timeout_seconds = timeout.to_seconds()
         if not MIN_TIMEOUT.to_seconds() <= timeout_seconds <= MAX_TIMEOUT.to_seconds():
             raise ValueError(
-                f"timeout: {timeout.to_human_string()} must be 1 to 50 minutes (CloudFormation "
-                "gives a custom resource one hour, and the framework gives up 5 minutes after it)"
+                f"timeout: {timeout.to_human_string()} must be 1 to 50 minutes: the wait and the "
+                "provider framework's 5 minutes after it must end within the hour CloudFormation "
+                "gives a custom resource"
             )
         if vpc is None and (subnets or security_groups):
             raise ValueError("subnets and security_groups need the vpc they belong to")
 
+        # the handlers and the framework: here, or under provider_scope (another stack)
+        infra: Construct = Construct(provider_scope, construct_id) if provider_scope else self
+        self.provider_scope = infra
         # every role here, the ones the provider framework makes too
-        if permissions_boundary is not None:
-            iam.PermissionsBoundary.of(self).apply(permissions_boundary)
-        if role_path != "/":
-            cdk.Aspects.of(self).add(RolePath(role_path))
+        for root in dict.fromkeys((self, infra)):
+            if permissions_boundary is not None:
+                iam.PermissionsBoundary.of(root).apply(permissions_boundary)
+            if role_path != "/":
+                cdk.Aspects.of(root).add(RolePath(role_path))
 
         if vpc is not None and not security_groups:
             https_only = ec2.SecurityGroup(
-                self,
+                infra,
                 "HandlerSecurityGroup",
                 vpc=vpc,
                 description="HyperPod node wait handlers: HTTPS to the SageMaker API",
@@ -129,7 +149,7 @@ class HyperPodNodeWait(Construct):
         ) -> lambda_.Function:
             managed = [_BASIC_EXECUTION] + ([_VPC_ACCESS] if vpc is not None else [])
             role = iam.Role(
-                self,
+                infra,
                 f"{construct_id}Role",
                 assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                 description=f"HyperPod node wait: {description}",
@@ -140,7 +160,7 @@ class HyperPodNodeWait(Construct):
                 path=role_path,
             )
             return lambda_.Function(
-                self,
+                infra,
                 construct_id,
                 runtime=RUNTIME,
                 handler=f"index.{entry}",
@@ -180,7 +200,7 @@ class HyperPodNodeWait(Construct):
         self.policy.attach_to_role(self.is_complete_function.role)
 
         self.provider = cr.Provider(
-            self,
+            infra,
             "Provider",
             on_event_handler=self.on_event_function,
             is_complete_handler=self.is_complete_function,
@@ -199,6 +219,9 @@ class HyperPodNodeWait(Construct):
                 "TimeoutSeconds": int(timeout_seconds),
             },
         )
+        # the permission names the cluster, so it lives with the resource (which may be in a
+        # later stack than the handlers); the wait starts once the handler holds it
+        self.resource.node.add_dependency(self.policy)
         self._acknowledge_handlers(in_vpc=vpc is not None)
         self._acknowledge_framework()
 

@@ -155,8 +155,8 @@ def list_nodes(cluster_arn: str, groups: list[str]) -> Nodes | None:
         except (EndpointConnectionError, ConnectTimeoutError) as error:
             raise RuntimeError(
                 f"cannot reach the SageMaker API to list the nodes of {cluster_arn} ({error}); "
-                "the function runs in the VPC: its subnets need a NAT route or a sagemaker.api "
-                "endpoint that its security groups reach over HTTPS"
+                "in a VPC the function's subnets need a NAT route or a sagemaker.api endpoint "
+                "that its security groups reach over HTTPS"
             ) from error
         for node in page.get("ClusterNodeSummaries", []):
             group = node.get("InstanceGroupName", "")
@@ -165,8 +165,9 @@ def list_nodes(cluster_arn: str, groups: list[str]) -> Nodes | None:
             status = node.get("InstanceStatus", {})
             nodes.counts[group][status.get("Status", "Unknown")] += 1
             if status.get("Status") == "Failure":
-                detail = f"{node.get('InstanceId', '?')}: {status.get('Message', '')}"
-                nodes.failures.setdefault(group, detail)
+                # one line: HyperPod's message may span several
+                message = " ".join(str(status.get("Message", "")).split())
+                nodes.failures.setdefault(group, f"{node.get('InstanceId', '?')}: {message}")
         token = page.get("NextToken")
         if not token:
             return nodes
