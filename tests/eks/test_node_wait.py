@@ -618,3 +618,30 @@ def test_checkov_finds_no_failed_check(built: Built) -> None:
     assert report.parsing_errors == []
     assert [str(f) for f in report.failed] == []
     assert report.skipped  # the skips in the metadata were read
+
+
+def test_provider_scope_puts_the_handlers_in_an_earlier_stack() -> None:
+    """Only the wait and its ListClusterNodes policy (which names the cluster) stay with the
+    resource: the handlers and the framework deploy before the cluster exists."""
+    app = cdk.App(context=project_context())
+    env = cdk.Environment(account=ACCOUNT, region=REGION)
+    early = cdk.Stack(app, "Early", env=env)
+    late = cdk.Stack(app, "Late", env=env)
+    wait = HyperPodNodeWait(
+        late, "NodeWait", cluster_arn=CLUSTER_ARN, instance_groups=["gpu"], provider_scope=early
+    )
+    assert cdk.Stack.of(wait.is_complete_function) is early
+    assert cdk.Stack.of(wait.provider) is early
+    early_template = Template.from_stack(early)
+    late_template = Template.from_stack(late)
+    early_template.resource_count_is("AWS::Lambda::Function", 5)  # 2 handlers + 3 framework
+    late_template.resource_count_is("AWS::Lambda::Function", 0)
+    late_template.resource_count_is(RESOURCE_TYPE, 1)
+    late_template.has_resource_properties(
+        "AWS::IAM::ManagedPolicy",
+        {"PolicyDocument": {"Statement": [Match.object_like({"Action": "sagemaker:ListClusterNodes",
+                                                            "Resource": CLUSTER_ARN})]}},
+    )  # fmt: skip
+    (resource,) = late_template.find_resources(RESOURCE_TYPE).values()
+    (policy_id,) = late_template.find_resources("AWS::IAM::ManagedPolicy")
+    assert policy_id in resource["DependsOn"]
