@@ -242,7 +242,14 @@ REJECTED = [
         "21 items; at most 20",
     ),
     case({f"{G}[2].node_type": "Worker"}, f"{G}[2].node_type", "'Worker' is not allowed"),
-    case({f"{G}[2].partition": "gpu nodes"}, f"{G}[2].partition", "letters, digits, '-' and '_'"),
+    case({f"{G}[2].partition": "gpu nodes"}, f"{G}[2].partition", "letters and digits, with '-'"),
+    # the HyperPod API's pattern [a-zA-Z0-9](-*[a-zA-Z0-9])*: no '_', no '-' at either end
+    case(
+        {f"{G}[2].partition": "gpu_a"}, f"{G}[2].partition", "with '-' only between them (no '_')"
+    ),
+    case({f"{G}[2].partition": "-gpu"}, f"{G}[2].partition", "like gpu-p5"),
+    case({f"{G}[2].partition": "gpu-"}, f"{G}[2].partition", "like gpu-p5"),
+    case({f"{G}[2].partition": "p" * 65}, f"{G}[2].partition", "at most 64 characters"),
     case({f"{G}[2].threads_per_core": 3}, f"{G}[2].threads_per_core", "use 1 or 2"),
     case({f"{G}[2].ebs_volume_gb": 0}, f"{G}[2].ebs_volume_gb", "greater than or equal to 1"),
     case({f"{G}[2].ebs_volume_gb": 16385}, f"{G}[2].ebs_volume_gb", "less than or equal to 16384"),
@@ -382,10 +389,11 @@ ACCEPTED = [
     {f"{DRA}[0].s3_prefix": DELETE, f"{DRA}[0].s3_uri": "s3://my-bucket.example"},
     {f"{DRA}[0].import_metadata_on_create": False},
     {"cluster.name": "Research-Cluster-1", "cluster.node_recovery": "None"},
-    {"cluster.node_provisioning_mode": None, "cluster.lifecycle_hook": "OnCreate"},
+    {"cluster.node_provisioning_mode": None, "cluster.lifecycle_hook": "OnInitComplete"},
     {"cluster.execution_role_arn": "arn:aws:iam::111122223333:role/path/hyperpod-exec"},
     {"cluster.slurm": {}},
-    {f"{G}[2].name": "gpu-1--a", f"{G}[2].partition": "gpu_a-1"},
+    {f"{G}[2].name": "gpu-1--a", f"{G}[2].partition": "gpu--a-1"},
+    {f"{G}[2].partition": "P" * 64},
     {f"{G}[2].name": "g" * 63},
     {f"{G}[2].count": 0},
     {f"{G}[2].count": 6758},
@@ -424,3 +432,29 @@ def test_unquoted_versions_read_as_the_version_they_show(project_root) -> None:
     assert cfg.storage.fsx.lustre_version == "2.12"
     eks = parse(build({"eks.kubernetes_version": 1.3}, base="eks"), project_root)
     assert eks.eks is not None and eks.eks.kubernetes_version == "1.30"
+
+
+def test_partition_names_follow_the_cloudformation_schema() -> None:
+    """The partition pattern accepts exactly what AWS::SageMaker::Cluster's schema accepts
+    (cfn-lint's copy of the registry schema), over every short name of letters, '-' and '_'."""
+    import itertools
+    import json
+    import re
+    from pathlib import Path
+
+    import cfnlint
+
+    from hyperpod_cdk.config import facts
+
+    schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
+    providers = json.loads((schemas / "providers" / "us-east-1.json").read_text())
+    schema = json.loads(
+        (schemas / "resources" / f"{providers['AWS::SageMaker::Cluster']}.json").read_text()
+    )
+    item = schema["definitions"]["ClusterSlurmConfig"]["properties"]["PartitionNames"]["items"]
+    theirs, ours = re.compile(item["pattern"]), re.compile(facts.PARTITION_NAME_PATTERN)
+    for size in range(1, 6):
+        for letters in itertools.product("a9-_", repeat=size):
+            name = "".join(letters)
+            assert bool(theirs.match(name)) == bool(ours.match(name)), name
+    assert facts.PARTITION_NAME_MAX <= item["maxLength"]

@@ -583,6 +583,17 @@ SLURM_REJECTED = [
         "a Controller group runs one instance_type",
     ),
     case(
+        {"cluster.lifecycle_hook": "OnCreate"},
+        "cluster.lifecycle_hook",
+        "OnCreate is not supported on Slurm: the lifecycle scripts run after HyperPod has set up "
+        "Slurm, Docker and FSx (OnInitComplete)",
+    ),
+    case(
+        {"cluster.node_provisioning_mode": None, "cluster.lifecycle_hook": "OnCreate"},
+        "cluster.lifecycle_hook",
+        "use OnInitComplete (the default)",
+    ),
+    case(
         {f"{G}[2].partition": "dev"}, f"{G}[2].partition", "'dev' is HyperPod's built-in partition"
     ),
     case({f"{G}[3]": group("dev")}, f"{G}[3].partition", "'dev' is HyperPod's built-in partition"),

@@ -54,9 +54,15 @@ RESERVED_MOUNT_PATHS = (
 MAX_DATA_REPOSITORY_ASSOCIATIONS = 8
 DRA_EVENTS = ("NEW", "CHANGED", "DELETED")
 
-# Slurm partition names: letters, digits, '-' and '_' (slurm.conf PartitionName);
-# HyperPod adds a built-in "dev" partition that every node joins.
-PARTITION_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Slurm partition names as the HyperPod API takes them (ClusterSlurmConfig.PartitionNames
+# items: [a-zA-Z0-9](-*[a-zA-Z0-9])*, the same as a group name; AWS::SageMaker::Cluster schema
+# of cfn-lint 1.58): letters and digits, single or repeated '-' inside, no '_' and no leading
+# or trailing '-'. Kept to 64 characters. HyperPod adds a built-in "dev" partition that every
+# node joins.
+# (the same language as the API's pattern, spelled apart from INSTANCE_GROUP_NAME_PATTERN: the
+# config loader finds a pattern's hint by its text)
+PARTITION_NAME_PATTERN = r"^[a-zA-Z0-9]+(-+[a-zA-Z0-9]+)*$"
+PARTITION_NAME_MAX = 64
 RESERVED_PARTITIONS = ("dev",)
 
 # Instance families that deep health checks cover (HyperPod EKS "deep health

@@ -537,7 +537,14 @@ class InstanceGroup(StrictModel):
         default=None, description="slurm only; default Compute."
     )
     partition: (
-        Annotated[str, _matching(facts.PARTITION_NAME_PATTERN, "letters, digits, '-' and '_'")]
+        Annotated[
+            str,
+            _matching(
+                facts.PARTITION_NAME_PATTERN,
+                "letters and digits, with '-' only between them (no '_'), like gpu-p5",
+                max_length=facts.PARTITION_NAME_MAX,
+            ),
+        ]
         | None
     ) = Field(default=None, description="slurm Compute groups only; default: the group name.")
     threads_per_core: Literal[1, 2] | None = Field(

@@ -503,6 +503,16 @@ def _check_cluster(cluster: ClusterConfig, cfg: EnvironmentConfig, out: _Collect
         )
     if cluster.auto_scaling and cluster.node_recovery != "Automatic":
         out.error("cluster.auto_scaling", "needs cluster.node_recovery: Automatic")
+    if cfg.is_slurm and cluster.lifecycle_hook == "OnCreate":
+        # OnCreate = the scripts own the whole node setup (AWS: "customer managed" mode); the
+        # shipped scripts extend HyperPod's own setup (Slurm from the API config, Docker, FSx)
+        # and never start slurmctld or slurmd themselves
+        out.error(
+            "cluster.lifecycle_hook",
+            "OnCreate is not supported on Slurm: the lifecycle scripts run after HyperPod has set "
+            "up Slurm, Docker and FSx (OnInitComplete) and do not start slurmctld or slurmd "
+            "themselves; use OnInitComplete (the default)",
+        )
     if not settings.accounting_database:
         for key in (
             "accounting_instance_class",
