@@ -122,8 +122,21 @@ def test_execution_role_manages_network_interfaces(shipped) -> None:
         "ec2:CreateNetworkInterfacePermission",
         "ec2:DeleteNetworkInterface",
         "ec2:DeleteNetworkInterfacePermission",
+        "ec2:CreateTags",
     }
-    assert "ec2:Vpc" in statements["ManageNodeInterfacesInVpc"]["Condition"]["ArnEquals"]
+    vpc = statements["ManageNodeInterfacesInVpc"]["Condition"]["ArnEquals"]["ec2:Vpc"]
+    # detaching (a replaced or removed node), scoped to interfaces and instances of this VPC
+    detach = statements["DetachNodeInterfacesInVpc"]
+    assert detach["Action"] == "ec2:DetachNetworkInterface"
+    assert detach["Condition"] == {"ArnEquals": {"ec2:Vpc": vpc}}
+    kinds = {
+        join_parts(r)[-1].rsplit(":", 1)[-1] for r in as_list(shipped.resolve(detach["Resource"]))
+    }
+    assert kinds == {"network-interface/*", "instance/*"}
+    # tag-on-create stays apart: at CreateNetworkInterface the interface is not in the VPC yet
+    assert statements["TagNewInterfaces"]["Condition"] == {
+        "StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}
+    }
 
 
 def test_interfaces_are_created_only_in_the_hyperpod_subnets(shipped) -> None:

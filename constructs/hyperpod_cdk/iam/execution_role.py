@@ -79,6 +79,11 @@ class ExecutionRole(Construct):
             return stack.format_arn(service="ec2", resource=resource, resource_name="*")
 
         eni_arn = arn("network-interface")
+        in_vpc = {
+            "ArnEquals": {
+                "ec2:Vpc": stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
+            }
+        }
         policy = iam.ManagedPolicy(self, "NodePolicy")
         policy.add_statements(
             iam.PolicyStatement(
@@ -119,15 +124,21 @@ class ExecutionRole(Construct):
                     "ec2:CreateNetworkInterfacePermission",
                     "ec2:DeleteNetworkInterface",
                     "ec2:DeleteNetworkInterfacePermission",
+                    # tags on interfaces that already exist (AWS's execution role templates
+                    # grant it beside CreateNetworkInterface's tag-on-create)
+                    "ec2:CreateTags",
                 ],
                 resources=[eni_arn],
-                conditions={
-                    "ArnEquals": {
-                        "ec2:Vpc": stack.format_arn(
-                            service="ec2", resource="vpc", resource_name=vpc.vpc_id
-                        )
-                    }
-                },
+                conditions=in_vpc,
+            ),
+            # HyperPod detaches a node's interfaces when it replaces or removes the node (AWS's
+            # execution role templates grant it); the instance and the interface are both
+            # resources of the call, and both must be in this VPC
+            iam.PolicyStatement(
+                sid="DetachNodeInterfacesInVpc",
+                actions=["ec2:DetachNetworkInterface"],
+                resources=[eni_arn, arn("instance")],
+                conditions=in_vpc,
             ),
             iam.PolicyStatement(
                 sid="TagNewInterfaces",
@@ -155,7 +166,15 @@ class ExecutionRole(Construct):
             f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ec2:{nag_region(self)}:{nag_account(self)}"
             ":network-interface/*]",
             "HyperPod creates the node network interfaces, so their ids are unknown in advance; creation is "
-            "limited to the HyperPod subnets and groups, and deletion to interfaces in this VPC.",
+            "limited to the HyperPod subnets and groups, and deletion, tagging and detaching to interfaces "
+            "in this VPC.",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ec2:{nag_region(self)}:{nag_account(self)}"
+            ":instance/*]",
+            "HyperPod launches the nodes, so their instance ids are unknown in advance; only "
+            "ec2:DetachNetworkInterface, and only for instances in this VPC (ec2:Vpc condition).",
         )
 
     def grant_lifecycle_read(self, bucket: s3.IBucket, prefix: str) -> None:
