@@ -348,3 +348,33 @@ def test_no_extra_files_without_a_users_file(root: Path) -> None:
 def test_an_empty_users_file_has_no_users(root: Path) -> None:
     (root / "users.yaml").write_text("")
     assert read_users_file(root / "users.yaml").users == []
+
+
+# -- a closed network (issue 15): steps that download from the internet are refused -------------
+
+CLOSED = {"network.closed_network": True}
+
+
+def test_closed_network_refuses_the_node_exporter_package(root: Path) -> None:
+    issues = node_issues(root, {**CLOSED, f"{NS}.exporters.node": True})
+    assert_issue(issues, f"{NS}.exporters.node", "installs the Ubuntu package")
+    assert_issue(issues, f"{NS}.exporters.node", "cannot reach; switch it off")
+
+
+def test_closed_network_refuses_a_public_dcgm_image(root: Path) -> None:
+    issues = node_issues(root, {**CLOSED, f"{NS}.exporters.dcgm": True})
+    assert_issue(issues, f"{NS}.exporters.dcgm_image", f"cannot pull {DEFAULT_DCGM_IMAGE}")
+
+
+def test_closed_network_takes_a_dcgm_image_from_private_ecr(root: Path) -> None:
+    mirror = (
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/mirror/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
+    )
+    changes = {**CLOSED, f"{NS}.exporters.dcgm": True, f"{NS}.exporters.dcgm_image": mirror}
+    assert node_issues(root, changes) == []
+    # the EFA exporter ships with the scripts: nothing to download
+    assert node_issues(root, {**CLOSED, f"{NS}.exporters.efa": True}) == []
+
+
+def test_open_network_takes_the_public_images(root: Path) -> None:
+    assert node_issues(root, {f"{NS}.exporters.node": True, f"{NS}.exporters.dcgm": True}) == []

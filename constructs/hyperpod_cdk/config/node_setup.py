@@ -369,6 +369,23 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
             f"{_PATH}.exporters.dcgm",
             "no instance group has NVIDIA GPUs (ml.p*, ml.g*): the DCGM exporter runs nowhere",
         )
+    if cfg.network.closed_network:
+        # no NAT, no internet gateway: only AWS services behind the VPC endpoints (S3, private
+        # Amazon ECR) are reachable from the nodes
+        if exporters.node:
+            out.error(
+                f"{_PATH}.exporters.node",
+                "installs the Ubuntu package prometheus-node-exporter with apt-get, which a closed "
+                "network (network.closed_network: true) cannot reach; switch it off",
+            )
+        host = exporters.dcgm_image.split("/", 1)[0]
+        if exporters.dcgm and not (".dkr.ecr." in host and host.endswith(".amazonaws.com")):
+            out.error(
+                f"{_PATH}.exporters.dcgm_image",
+                f"a closed network (network.closed_network: true) cannot pull "
+                f"{exporters.dcgm_image}; copy it into a private Amazon ECR repository of the "
+                "region and name it here, or switch exporters.dcgm off",
+            )
     accelerated = facts.ACCELERATED_FAMILY_PREFIXES
     if exporters.efa and not any(_family(t).startswith(accelerated) for t in types):
         out.warn(
