@@ -617,3 +617,30 @@ def test_volatile_values_in_create_only_properties_are_reported() -> None:
     found = volatile_create_only_values(env)
     assert any(f"Subnet/properties/AvailabilityZone: {asset}" in item for item in found), found
     assert volatile_create_only_values(_environment()) == []
+
+
+# -- the accounting database's engine change (issue 15) ---------------------------------------
+
+MYSQL80_STORAGE = Path(__file__).parent / "fixtures" / "full-storage-mysql80.json"
+
+
+def test_the_mysql_84_upgrade_keeps_the_accounting_database(synthesized) -> None:
+    """An environment deployed with MySQL 8.0 (the storage stack of config/examples/full.yaml as
+    it was before the change, scrubbed) moves to 8.4 in place: the instance keeps its logical id
+    and every create-only property, so CloudFormation upgrades it (AllowMajorVersionUpgrade)
+    instead of replacing it; only the option group, which is stateless, is new."""
+    import json
+
+    from stack_testkit import scrub_template
+
+    synth = synthesized("full")
+    stack = synth.stack_name("storage")
+    before = {stack: json.loads(MYSQL80_STORAGE.read_text())}
+    after = {stack: scrub_template(synth.template("storage"))}
+    old = before[stack]["Resources"]["SlurmAccountingDatabase"]["Properties"]
+    new = after[stack]["Resources"]["SlurmAccountingDatabase"]["Properties"]
+    assert old["EngineVersion"].startswith("8.0.") and new["EngineVersion"].startswith("8.4.")
+    assert new["AllowMajorVersionUpgrade"] is True
+    assert new["EngineLifecycleSupport"] == "open-source-rds-extended-support-disabled"
+    findings = replacement_findings(before, after)
+    assert findings == [], "\n".join(map(str, findings))

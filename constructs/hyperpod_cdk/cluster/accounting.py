@@ -16,11 +16,20 @@ from hyperpod_cdk.nag import acknowledge
 
 DEFAULT_INSTANCE_CLASS = "db.t4g.medium"
 MYSQL_PORT = 3306
-# Slurm's slurmdbd supports MySQL 8.0 (Slurm "Accounting and Resource Limits").
-ENGINE = rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_0_43)
-# RDS for MySQL 8.0.28 and later audits through the MariaDB Audit Plugin option (RDS user guide,
-# "MariaDB Audit Plugin support for MySQL"): connections and schema / privilege changes, not
-# slurmdbd's every query.
+# MySQL 8.4, the current LTS major version of RDS for MySQL: 8.0 left RDS standard support and
+# would land every new database in paid Extended Support. HyperPod takes any MySQL-compatible
+# database slurmdbd supports (SageMaker API reference, ClusterAccountingDatabase: "an Amazon RDS
+# for MySQL or Aurora MySQL database"). 8.4.9: the newest 8.4 release aws-cdk-lib 2.275 names
+# (and CloudFormation's schema lists); RDS keeps minor versions current afterwards (auto minor
+# version upgrade), which never fights the template. `make preflight` checks the region offers it.
+ENGINE = rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_4_9)
+# Said explicitly (RDS's default for a new database is Extended Support, which costs extra
+# once 8.4 leaves standard support): at the end of standard support RDS upgrades the database
+# to a supported major version instead (RDS user guide, "Amazon RDS Extended Support").
+ENGINE_LIFECYCLE_SUPPORT = rds.EngineLifecycleSupport.OPEN_SOURCE_RDS_EXTENDED_SUPPORT_DISABLED
+# RDS for MySQL 8.4 (all versions) and 8.0.28 and later audit through the MariaDB Audit Plugin
+# option (RDS user guide, "Options for MySQL DB instances"): connections and schema / privilege
+# changes, not slurmdbd's every query.
 AUDIT_OPTION = "MARIADB_AUDIT_PLUGIN"
 AUDIT_EVENTS = "CONNECT,QUERY_DCL,QUERY_DDL"
 # Enhanced Monitoring: OS metrics every minute.
@@ -126,6 +135,10 @@ class SlurmAccountingDatabase(Construct):
             cloudwatch_logs_exports=["audit", "error", "general", "slowquery"],
             monitoring_interval=MONITORING_INTERVAL,
             auto_minor_version_upgrade=True,
+            engine_lifecycle_support=ENGINE_LIFECYCLE_SUPPORT,
+            # an environment deployed with MySQL 8.0 is upgraded in place (the instance keeps
+            # its data, endpoint and secret; take a snapshot first, see the config reference)
+            allow_major_version_upgrade=True,
             publicly_accessible=False,
             iam_authentication=True,
         )

@@ -431,9 +431,13 @@ class SlurmSettings(StrictModel):
     accounting_database: bool = Field(
         default=False,
         # AWS doc "Using an external accounting database with SageMaker HyperPod Slurm clusters"
-        description="Continuous only: a managed MySQL-compatible database for slurmdbd. Needs "
-        "HyperPod AMIs released after 2026-08-30 (build a custom image_id on one); HyperPod "
-        "cannot take it off a cluster again (make preflight checks an update).",
+        description="Continuous only: an RDS for MySQL 8.4 database for slurmdbd (HyperPod "
+        "takes any MySQL-compatible database slurmdbd supports: RDS for MySQL or Aurora MySQL), "
+        "Extended Support off. Needs HyperPod AMIs released after 2026-08-30 (build a custom "
+        "image_id on one); HyperPod cannot take it off a cluster again (make preflight checks an "
+        "update). A database created with MySQL 8.0 is upgraded in place on the next deploy "
+        "(same instance, data, endpoint and secret; slurmdbd pauses for the upgrade): take a "
+        "snapshot first (aws rds create-db-snapshot).",
     )
     accounting_instance_class: (
         Annotated[
