@@ -53,7 +53,7 @@ deploy: bootstrap ## deploy every stack of CONFIG (needs AWS credentials)
 	@$(CDK) deploy --all --concurrency 4 --require-approval broadening -c config=$(CONFIG) $(CDK_ARGS)
 
 diff: bootstrap ## diff every stack of CONFIG against the deployed ones
-	@$(CDK) diff --all -c config=$(CONFIG) $(CDK_ARGS)
+	@$(CDK) diff -c config=$(CONFIG) $(CDK_ARGS)
 
 destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are retained)
 	@$(CDK) destroy --all -c config=$(CONFIG) $(CDK_ARGS)
