@@ -27,6 +27,7 @@ from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import FileSystemHandle
 from stacks.base import EnvironmentStack, output, ready_parameter
+from stacks.layout import cluster_identity
 
 
 class EksStack(EnvironmentStack):
@@ -164,11 +165,15 @@ class EksAddonsStack(EnvironmentStack):
         assert cluster is not None
         # every add-on here needs the HyperPod nodes: it waits for this parameter, which
         # reads the HyperPod cluster (a reference in the template, not only a stack barrier)
+        # (the ARN changes when the cluster is replaced; the identity digest in the description
+        # changes with it, so this stack's template changes and the parameter re-reads the ARN;
+        # everything here uses the ARN through the parameter)
         self.nodes_ready = ready_parameter(
             self,
             "HyperPodReady",
             hyperpod_cluster_arn,
-            "The HyperPod cluster (InService) whose nodes the EKS add-ons of this stack run on",
+            "The HyperPod cluster (InService) whose nodes the EKS add-ons of this stack run on "
+            f"(cluster identity {cluster_identity(config)})",
             [],
         )
         # ... and, under Continuous provisioning (InService before any node exists), for the
@@ -210,7 +215,7 @@ class EksAddonsStack(EnvironmentStack):
             cluster=cluster.kubectl_cluster,
             file_system=file_system,
             fsx_storage_capacity_gib=config.storage.fsx.storage_capacity_gib,
-            hyperpod_cluster_arn=hyperpod_cluster_arn,
+            hyperpod_cluster_arn=self.nodes_ready.string_value,
             role_path=config.iam.role_path,
             shared_cluster=eks_cfg.cluster_arn is not None,
         )

@@ -72,6 +72,12 @@ DESTROY_REASON = (
 )
 
 
+def lifecycle_source_uri(bucket_name: str, prefix: str) -> str:
+    """``s3://<bucket>/<prefix>`` with the content-hashed ``prefix`` a literal of the consumer's
+    template (the bucket may be a cross-stack reference)."""
+    return cdk.Fn.join("", ["s3://", bucket_name, "/", prefix])
+
+
 class EgressStack(EnvironmentStack):
     """What the nodes reach out through, and what watches the VPC: internet gateway, public
     subnets, NAT gateways and default routes, interface endpoints, flow logs, and the closure of
@@ -291,13 +297,18 @@ class LifecycleStack(EnvironmentStack):
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
             mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
         )
-        # what the cluster reads: the scripts' URI, once they are uploaded (so it waits for the
-        # upload in its template, not only behind the stack barrier)
+        # what the cluster reads: the scripts' bucket, once they are uploaded (so it waits for
+        # the upload in its template, not only behind the stack barrier). The bucket never
+        # changes while the cluster exists, so it may travel by weak reference; the content-hashed
+        # prefix changes with every script or setting, so the cluster writes it literally in its
+        # own template (lifecycle_source_uri): `cdk deploy` skips a stack whose template did not
+        # change, and a weak reference is never re-read on its own.
         self.scripts_ready = ready_parameter(
             self,
             "ScriptsReady",
-            self.scripts.source_s3_uri,
-            "Where the HyperPod nodes read their lifecycle scripts, set once they are uploaded",
+            self.scripts.bucket.bucket_name,
+            "The bucket the HyperPod nodes read their lifecycle scripts from, set once they are "
+            "uploaded",
             [self.scripts.deployment],
         )
         self.execution_role.grant_lifecycle_read(self.scripts.bucket, LIFECYCLE_ROOT)
@@ -395,7 +406,10 @@ class ClusterStack(EnvironmentStack):
             config=cluster_cfg,
             cluster_name=config.cluster_name,
             execution_role_arn=role.role.role_arn,
-            lifecycle=LifecycleRef(nodes.scripts_ready.string_value, lifecycle.entry_script),
+            lifecycle=LifecycleRef(
+                lifecycle_source_uri(nodes.scripts_ready.string_value, lifecycle.prefix),
+                lifecycle.entry_script,
+            ),
             subnets=network.compute_subnets,
             main_az_id=config.network.availability_zone_id,
             security_groups=network.node_security_groups,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from hyperpod_cdk.config import EnvironmentConfig
 
 # Stack kinds in deploy order; each stack is named "<name>-<kind>".
@@ -65,3 +68,30 @@ def stack_kinds(config: EnvironmentConfig) -> list[str]:
         "data-repositories": fsx.enabled and bool(fsx.data_repository_associations),
     }
     return [kind for kind in STACK_KINDS if present.get(kind, True)]
+
+
+def cluster_identity(config: EnvironmentConfig) -> str:
+    """A short digest of what the HyperPod cluster's create-only properties come from.
+
+    ``ClusterName``, ``VpcConfig`` and ``Orchestrator.Eks`` are create-only: when one changes,
+    CloudFormation replaces the cluster and its ARN changes. A stack that reads the ARN by weak
+    reference writes this digest into its own template, so that its template changes too and
+    ``cdk deploy`` updates it (a weak reference is never re-read on its own).
+    """
+    net = config.network
+    eks = None if config.is_slurm else config.eks_settings
+    inputs = {
+        "name": config.cluster_name,
+        "orchestrator": config.orchestrator,
+        "eks": None if eks is None else (eks.cluster_arn or config.eks_cluster_name),
+        "vpc": net.vpc_id,
+        "az": net.availability_zone_id,
+        "compute": net.compute_subnet_id or str(net.compute_cidr),
+        "more": sorted(
+            [*net.additional_compute_subnet_ids.items(),
+             *((az, str(c)) for az, c in net.additional_compute_cidrs.items())]
+        ),
+        "groups": net.security_group_ids,
+    }  # fmt: skip
+    digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+    return digest[:16]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from stack_testkit import get_att
+from stack_testkit import LIFECYCLE_PREFIX, get_att
 
 
 def cluster(synth) -> dict[str, Any]:
@@ -312,10 +312,18 @@ def test_cluster_reads_its_eks_cluster_from_the_ready_parameter(shipped_eks) -> 
 
 
 def test_cluster_boots_from_the_scripts_once_uploaded(shipped) -> None:
+    """The bucket comes through the parameter set after the upload (the wait is in the template);
+    the content-hashed prefix is a literal of the cluster's own template (issue 19)."""
+    prefix = shipped.stacks.lifecycle.scripts.prefix
     for group in cluster(shipped)["InstanceGroups"]:
-        uri = shipped.resolve(group["LifeCycleConfig"]["SourceS3Uri"], parameters=False)
-        (param_id,) = uri["Fn::GetAtt"][:1]
+        raw = group["LifeCycleConfig"]["SourceS3Uri"]
+        separator, (scheme, bucket, literal) = raw["Fn::Join"]
+        assert (separator, scheme, literal) == ("", "s3://", f"/{prefix}")
+        assert LIFECYCLE_PREFIX.match(prefix)
+        (param_id,) = shipped.resolve(bucket, parameters=False)["Fn::GetAtt"][:1]
         param = shipped.resources("nodes")[param_id]
         assert param["Type"] == "AWS::SSM::Parameter"
         (upload,) = shipped.resources("nodes", "Custom::CDKBucketDeployment")
         assert upload in param["DependsOn"]
+        bucket_ref = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]
+        assert param["Properties"]["Value"] == bucket_ref

@@ -104,7 +104,7 @@ def test_entry_script_runs_on_init_complete_by_default(build_variant) -> None:
 
 
 def test_entry_script_runs_on_create_when_configured(build_variant) -> None:
-    synth = build_variant({"cluster.lifecycle_hook": "OnCreate"}, base="minimal")
+    synth = build_variant({"cluster.lifecycle_hook": "OnCreate"}, base="eks-minimal")
     for group in groups(synth):
         assert group["LifeCycleConfig"]["OnCreate"] == "entrypoint.sh"
         assert "OnInitComplete" not in group["LifeCycleConfig"]
