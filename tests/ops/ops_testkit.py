@@ -14,13 +14,14 @@ from typing import Any
 
 import boto3
 import botocore.session
-from botocore.stub import Stubber
+from botocore.stub import ANY, Stubber
 from stack_testkit import config_data, with_changes
 
 from hyperpod_cdk.config import EnvironmentConfig, parse
 from hyperpod_cdk.ops.check import Check
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+ANY_MEDIA_TYPES = ANY
 ACCOUNT = "111122223333"
 REGION = "us-west-2"
 CALLER_ARN = f"arn:aws:sts::{ACCOUNT}:assumed-role/Admin/alice"
@@ -371,6 +372,43 @@ def no_bootstrap_stack(aws: StubbedAws, stack: str = "CDKToolkit") -> None:
 AZ_NAMES = {"usw2-az1": "us-west-2a", "usw2-az2": "us-west-2b", "usw2-az3": "us-west-2c", "usw2-az4": "us-west-2d"}  # fmt: skip
 
 
+UNREACHABLE_ENDPOINT = "https://127.0.0.1:9"
+# a CA certificate's PEM, base64-encoded as DescribeCluster gives it (a throwaway self-signed one)
+FAKE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJnVENDQVNlZ0F3SUJBZ0lVSFp4MUdYaXBYK29mSkxvTDZH"
+
+
+def endpoint_only(aws: StubbedAws, name: str, endpoint: str = UNREACHABLE_ENDPOINT) -> None:
+    """DescribeCluster of ``name`` with its API endpoint and CA (for the shared-cluster check)."""
+    cluster = {"name": name, "endpoint": endpoint, "certificateAuthority": {"data": FAKE_CA}}
+    aws.stub("eks").add_response("describe_cluster", {"cluster": cluster}, {"name": name})
+
+
+def agent_image(aws: StubbedAws, config: EnvironmentConfig, *, found: bool = True,
+                tag: str | None = None) -> None:  # fmt: skip
+    """BatchGetImage of the health agent image the chart renders for ``config``."""
+    from hyperpod_cdk.eks import chart
+
+    (image,) = chart.component_images(
+        "health_monitoring_agent", config.region, config.eks_settings.image_registry
+    )
+    host, _, rest = image.partition("/")
+    repository, _, pinned = rest.rpartition(":")
+    params = {
+        "registryId": host.split(".")[0],
+        "repositoryName": repository,
+        "imageIds": [{"imageTag": tag or pinned}],
+        "acceptedMediaTypes": ANY_MEDIA_TYPES,
+    }
+    answer: dict[str, Any] = (
+        {"images": [{"imageId": {"imageTag": tag or pinned}, "imageManifest": "{}"}], "failures": []}
+        if found
+        else {"images": [], "failures": [{"imageId": {"imageTag": tag or pinned},
+                                          "failureCode": "ImageNotFound",
+                                          "failureReason": "Requested image not found"}]}
+    )  # fmt: skip
+    aws.stub("ecr").add_response("batch_get_image", answer, params)
+
+
 def healthy_account(
     aws: StubbedAws,
     config: EnvironmentConfig,
@@ -452,6 +490,14 @@ def healthy_account(
     for addon in app_addons(config):
         kubernetes = settings_eks.kubernetes_version
         addon_versions(aws, addon, kubernetes, [versions.addon_version(addon, kubernetes)])
+    if not config.is_slurm and settings_eks.cluster_arn:
+        name = settings_eks.cluster_arn.rsplit("/", 1)[-1]
+        aws.stub("eks").add_response("list_addons", {"addons": []}, {"clusterName": name})
+        # an endpoint nothing answers on: the object listing is skipped (tests of it connect
+        # to a fake API server instead)
+        endpoint_only(aws, name)
+    if not config.is_slurm and settings_eks.dependencies.health_monitoring_agent:
+        agent_image(aws, config)
     cluster_absent(aws, config.cluster_name)
     if "bootstrap" not in leave_out:
         bootstrap(aws, "30")

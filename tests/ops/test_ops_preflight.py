@@ -60,6 +60,8 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "file system fs-0a1b2c3d4e5f67890",
         "eks cluster",
         "eks add-ons",
+        "shared cluster",
+        "health agent image",
         "cluster name shared-vpc",
         "cdk bootstrap",
     ]

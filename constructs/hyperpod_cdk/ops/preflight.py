@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.ops import adopted, capacity, deploy_target
+from hyperpod_cdk.ops import adopted, capacity, deploy_target, shared_cluster
 from hyperpod_cdk.ops.addons import check_addon_versions
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
@@ -75,6 +75,16 @@ def _steps(
         ),
         Step("eks cluster", ("eks",), lambda: adopted.check_eks_cluster(config, clients("eks"))),
         Step("eks add-ons", ("eks",), lambda: check_addon_versions(config, clients("eks"))),
+        Step(
+            "shared cluster",
+            ("eks", "sts"),
+            lambda: shared_cluster.check_shared_cluster(config, clients("eks"), clients("sts")),
+        ),
+        Step(
+            "health agent image",
+            ("ecr",),
+            lambda: shared_cluster.check_agent_image(config, clients("ecr")),
+        ),
         Step(
             "cluster name",
             ("sagemaker", "cloudformation"),
