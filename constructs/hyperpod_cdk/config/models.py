@@ -493,27 +493,29 @@ class AutoPatch(StrictModel):
     rollback_alarms: RollbackAlarms = Field(default_factory=list)
 
 
+KubernetesKey = Annotated[
+    str,
+    _matching(
+        r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
+        "a Kubernetes key like example.com/name (a name of up to 63 letters, digits, '-', '_' and '.')",
+    ),
+]
+KubernetesValue = Annotated[
+    str,
+    _matching(
+        r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
+        "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
+    ),
+]
+TaintEffect = Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
 class Taint(StrictModel):
     """eks only: a Kubernetes taint put on the group's nodes."""
 
-    key: Annotated[
-        str,
-        _matching(
-            r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
-            "a Kubernetes key like example.com/name (a name of up to 63 letters, digits, '-', '_' and '.')",
-        ),
-    ]
-    value: (
-        Annotated[
-            str,
-            _matching(
-                r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
-                "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
-            ),
-        ]
-        | None
-    ) = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    key: KubernetesKey
+    value: KubernetesValue | None = None
+    effect: TaintEffect
 
 
 class InstanceGroup(StrictModel):
@@ -737,28 +739,12 @@ class EksDependencies(StrictModel):
 class Toleration(StrictModel):
     """eks only: a Kubernetes toleration added to the pods of the dependencies chart."""
 
-    key: (
-        Annotated[
-            str,
-            _matching(
-                r"^([a-z0-9.-]+/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$",
-                "a Kubernetes key like example.com/name",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="The taint key; left out: every key (operator Exists).")
+    key: KubernetesKey | None = Field(
+        default=None, description="The taint key; left out: every key (operator Exists)."
+    )
     operator: Literal["Equal", "Exists"] = "Exists"
-    value: (
-        Annotated[
-            str,
-            _matching(
-                r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$",
-                "a Kubernetes value: up to 63 letters, digits, '-', '_' and '.'",
-            ),
-        ]
-        | None
-    ) = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+    value: KubernetesValue | None = None
+    effect: TaintEffect | None = Field(
         default=None, description="The taint effect; left out: every effect."
     )
 

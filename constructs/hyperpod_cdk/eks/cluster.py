@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import aws_cdk as cdk
@@ -277,36 +278,11 @@ class HyperPodEksCluster(Construct):
             return self.kubectl.add_manifest(construct_id, *objects)
         return _manifest(self, construct_id, self.cluster, objects)
 
-    def add_chart(
-        self,
-        construct_id: str,
-        *,
-        chart_asset: s3_assets.Asset,
-        release: str,
-        namespace: str,
-        create_namespace: bool,
-        values: Mapping[str, Any],
-    ) -> eks.HelmChart:
-        """Install a local chart (an S3 asset) as ``release`` with the cluster's kubectl handler."""
+    def add_chart(self, construct_id: str, spec: ChartRelease) -> eks.HelmChart:
+        """Install a local chart (an S3 asset) with the cluster's kubectl handler."""
         if self.kubectl is not None:
-            return self.kubectl.add_chart(
-                construct_id,
-                chart_asset=chart_asset,
-                release=release,
-                namespace=namespace,
-                create_namespace=create_namespace,
-                values=values,
-            )
-        return _chart(
-            self,
-            construct_id,
-            self.cluster,
-            chart_asset,
-            release,
-            namespace,
-            create_namespace,
-            values,
-        )
+            return self.kubectl.add_chart(construct_id, spec)
+        return _chart(self, construct_id, self.cluster, spec)
 
     def _acknowledge_configured_exposure(
         self, endpoint_access: str, public_access_cidrs: Sequence[str], logging: Sequence[str]
@@ -474,17 +450,8 @@ class AdoptedEksCluster(Construct):
             manifest.node.add_dependency(self.kubectl_access)
         return manifest
 
-    def add_chart(
-        self,
-        construct_id: str,
-        *,
-        chart_asset: s3_assets.Asset,
-        release: str,
-        namespace: str,
-        create_namespace: bool,
-        values: Mapping[str, Any],
-    ) -> eks.HelmChart:
-        """Install a local chart (an S3 asset) as ``release`` once the kubectl handler is let in.
+    def add_chart(self, construct_id: str, spec: ChartRelease) -> eks.HelmChart:
+        """Install a local chart (an S3 asset) once the kubectl handler is let in.
 
         :raises ValueError: the cluster's own kubectl provider was imported without its role
             (the handler must be granted read access to the chart asset).
@@ -496,30 +463,26 @@ class AdoptedEksCluster(Construct):
                 "handler must be let read the chart from the CDK asset bucket; import it with "
                 "eks.KubectlProvider.from_kubectl_provider_attributes(..., role=<its handler role>)"
             )
-        chart = _chart(
-            self,
-            construct_id,
-            self.cluster,
-            chart_asset,
-            release,
-            namespace,
-            create_namespace,
-            values,
-        )
+        chart = _chart(self, construct_id, self.cluster, spec)
         if self.kubectl_access is not None:
             chart.node.add_dependency(self.kubectl_access)
         return chart
 
 
+@dataclass(frozen=True)
+class ChartRelease:
+    """A Helm release of a local chart: the chart directory as an S3 asset, the release name,
+    its namespace (created when ``create_namespace``) and its values."""
+
+    chart_asset: s3_assets.Asset
+    release: str
+    namespace: str
+    create_namespace: bool
+    values: Mapping[str, Any]
+
+
 def _chart(
-    scope: Construct,
-    construct_id: str,
-    cluster: eks.ICluster,
-    chart_asset: s3_assets.Asset,
-    release: str,
-    namespace: str,
-    create_namespace: bool,
-    values: Mapping[str, Any],
+    scope: Construct, construct_id: str, cluster: eks.ICluster, spec: ChartRelease
 ) -> eks.HelmChart:
     # wait off: the DaemonSets target nodes that do not exist before the HyperPod cluster;
     # not atomic: a failed install stays for `helm status` instead of being rolled back unseen
@@ -527,11 +490,11 @@ def _chart(
         scope,
         construct_id,
         cluster=cluster,
-        chart_asset=chart_asset,
-        release=release,
-        namespace=namespace,
-        create_namespace=create_namespace,
-        values=dict(values),
+        chart_asset=spec.chart_asset,
+        release=spec.release,
+        namespace=spec.namespace,
+        create_namespace=spec.create_namespace,
+        values=dict(spec.values),
         wait=False,
         timeout=cdk.Duration.minutes(5),
     )

@@ -10,22 +10,14 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from hyperpod_cdk.eks.chart import CHART_DIR, Release, release_values, releases_for
+from hyperpod_cdk.eks.cluster import ChartRelease
 
 
 class ChartTarget(Protocol):
     """An EKS cluster construct that can install Helm charts (created or adopted)."""
 
-    def add_chart(
-        self,
-        construct_id: str,
-        *,
-        chart_asset: s3_assets.Asset,
-        release: str,
-        namespace: str,
-        create_namespace: bool,
-        values: Mapping[str, Any],
-    ) -> eks.HelmChart:
-        """Install ``chart_asset`` as ``release`` in ``namespace`` with ``values``."""
+    def add_chart(self, construct_id: str, spec: ChartRelease) -> eks.HelmChart:
+        """Install the release ``spec``."""
         ...
 
 
@@ -77,19 +69,16 @@ class HyperPodDependencies(Construct):
             return
         self.chart_asset = s3_assets.Asset(self, "ChartAsset", path=str(CHART_DIR))
         for release in self.releases:
-            self.charts[release.name] = cluster.add_chart(
-                release.construct_id,
-                chart_asset=self.chart_asset,
-                release=release.name,
-                namespace=release.namespace,
-                create_namespace=release.create_namespace,
-                values=release_values(
-                    release,
-                    region=region,
-                    enabled=wanted,
-                    image_registry=image_registry,
-                    extra_tolerations=extra_tolerations,
-                    extra_instance_types=extra_instance_types,
-                    image_tags=image_tags,
-                ),
+            values = release_values(
+                release,
+                region=region,
+                enabled=wanted,
+                image_registry=image_registry,
+                extra_tolerations=extra_tolerations,
+                extra_instance_types=extra_instance_types,
+                image_tags=image_tags,
             )
+            spec = ChartRelease(
+                self.chart_asset, release.name, release.namespace, release.create_namespace, values
+            )
+            self.charts[release.name] = cluster.add_chart(release.construct_id, spec)
