@@ -25,7 +25,8 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # `stacks` is a folder of the app, not an installed package; stack_testkit (config discovery and
 # template helpers, shared with the stack tests) lives in tests/stacks.
-for _path in (PROJECT_ROOT, PROJECT_ROOT / "tests" / "stacks"):
+# (tests/ itself for the shared helpers of tests/support, which has no __init__.py)
+for _path in (PROJECT_ROOT, PROJECT_ROOT / "tests", PROJECT_ROOT / "tests" / "stacks"):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 

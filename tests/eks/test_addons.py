@@ -17,6 +17,7 @@ import pytest
 from aws_cdk import aws_eks_v2 as eks_v2
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
+from support.assembly import acknowledgments
 
 from hyperpod_cdk.config.models import EksAddons
 from hyperpod_cdk.eks.addons import HyperPodEksAddons
@@ -90,25 +91,8 @@ class Built:
         return logical_id, self.resources[logical_id]
 
     def acknowledgments(self) -> dict[str, tuple[str, str]]:
-        """Acknowledged findings of the stack: finding id -> (construct path, reason).
-
-        Read from the assembly (jsii cannot pass every construct metadata entry back).
-        """
-        key = cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
-        manifest = json.loads((self.outdir / "manifest.json").read_text())
-        artifact = manifest["artifacts"]["Addons"]
-        metadata = dict(artifact.get("metadata", {}))
-        if "additionalMetadataFile" in artifact:
-            metadata.update(
-                json.loads((self.outdir / artifact["additionalMetadataFile"]).read_text())
-            )
-        return {
-            finding.removeprefix("Annotation::"): (path, reason)
-            for path, entries in metadata.items()
-            for entry in entries
-            if entry["type"] == key
-            for finding, reason in entry["data"].items()
-        }
+        """Acknowledged findings of the stack: finding id -> (construct path, reason)."""
+        return {f: (p, r) for p, f, r in acknowledgments(self.outdir, "Addons")}
 
     def violations(self) -> list[tuple[str, list[str]]]:
         return [

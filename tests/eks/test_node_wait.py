@@ -28,6 +28,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
+from support.assembly import acknowledgments
 
 from hyperpod_cdk.checkov_skips import skipped_checks
 from hyperpod_cdk.eks.node_wait import HANDLER_DIR, RESOURCE_TYPE, HyperPodNodeWait
@@ -308,21 +309,7 @@ class Built:
 
     def acknowledgments(self) -> dict[tuple[str, str], str]:
         """(construct path, finding id) -> reason, read from the assembly."""
-        key = cdk.Validations.ACKNOWLEDGED_RULES_METADATA_KEY
-        manifest = json.loads((self.outdir / "manifest.json").read_text())
-        artifact = manifest["artifacts"]["NodeWait"]
-        metadata = dict(artifact.get("metadata", {}))
-        if "additionalMetadataFile" in artifact:
-            metadata.update(
-                json.loads((self.outdir / artifact["additionalMetadataFile"]).read_text())
-            )
-        return {
-            (path, finding.removeprefix("Annotation::")): reason
-            for path, entries in metadata.items()
-            for entry in entries
-            if entry["type"] == key
-            for finding, reason in entry["data"].items()
-        }
+        return {(p, f): r for p, f, r in acknowledgments(self.outdir, "NodeWait")}
 
 
 @pytest.fixture(scope="module")
