@@ -17,7 +17,7 @@ import botocore.session
 from botocore.stub import ANY, Stubber
 from stack_testkit import config_data, with_changes
 
-from hyperpod_cdk.config import EnvironmentConfig, parse
+from hyperpod_cdk.config import EnvironmentConfig, facts, parse
 from hyperpod_cdk.ops.check import Check
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -409,6 +409,15 @@ def agent_image(aws: StubbedAws, config: EnvironmentConfig, *, found: bool = Tru
     aws.stub("ecr").add_response("batch_get_image", answer, params)
 
 
+def engine_versions(aws: StubbedAws, offered: list[str]) -> None:
+    """DescribeDBEngineVersions of MySQL 8.4 in the region."""
+    aws.stub("rds").add_response(
+        "describe_db_engine_versions",
+        {"DBEngineVersions": [{"Engine": "mysql", "EngineVersion": v} for v in offered]},
+        {"Engine": "mysql", "EngineVersion": facts.ACCOUNTING_MYSQL_MAJOR_VERSION},
+    )
+
+
 def healthy_account(
     aws: StubbedAws,
     config: EnvironmentConfig,
@@ -498,6 +507,8 @@ def healthy_account(
         endpoint_only(aws, name)
     if not config.is_slurm and settings_eks.dependencies.health_monitoring_agent:
         agent_image(aws, config)
+    if config.is_slurm and config.cluster.slurm_settings.accounting_database:
+        engine_versions(aws, [facts.ACCOUNTING_MYSQL_VERSION])
     cluster_absent(aws, config.cluster_name)
     if "bootstrap" not in leave_out:
         bootstrap(aws, "30")

@@ -62,6 +62,7 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "eks add-ons",
         "shared cluster",
         "health agent image",
+        "accounting database engine",
         "cluster name shared-vpc",
         "cdk bootstrap",
     ]

@@ -12,17 +12,20 @@ from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.config import facts
 from hyperpod_cdk.nag import acknowledge
 
 DEFAULT_INSTANCE_CLASS = "db.t4g.medium"
 MYSQL_PORT = 3306
-# MySQL 8.4, the current LTS major version of RDS for MySQL: 8.0 left RDS standard support and
-# would land every new database in paid Extended Support. HyperPod takes any MySQL-compatible
+# MySQL 8.4 (config/facts.py says why and which release). HyperPod takes any MySQL-compatible
 # database slurmdbd supports (SageMaker API reference, ClusterAccountingDatabase: "an Amazon RDS
-# for MySQL or Aurora MySQL database"). 8.4.9: the newest 8.4 release aws-cdk-lib 2.275 names
-# (and CloudFormation's schema lists); RDS keeps minor versions current afterwards (auto minor
-# version upgrade), which never fights the template. `make preflight` checks the region offers it.
-ENGINE = rds.DatabaseInstanceEngine.mysql(version=rds.MysqlEngineVersion.VER_8_4_9)
+# for MySQL or Aurora MySQL database"). RDS keeps minor versions current afterwards (auto minor
+# version upgrade), which never fights the template.
+ENGINE = rds.DatabaseInstanceEngine.mysql(
+    version=rds.MysqlEngineVersion.of(
+        facts.ACCOUNTING_MYSQL_VERSION, facts.ACCOUNTING_MYSQL_MAJOR_VERSION
+    )
+)
 # Said explicitly (RDS's default for a new database is Extended Support, which costs extra
 # once 8.4 leaves standard support): at the end of standard support RDS upgrades the database
 # to a supported major version instead (RDS user guide, "Amazon RDS Extended Support").

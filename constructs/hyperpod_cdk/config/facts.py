@@ -162,3 +162,11 @@ def is_accelerated(instance_type: str) -> bool:
         return False
     family = parts[1]
     return family.startswith(ACCELERATED_FAMILY_PREFIXES)
+
+
+# The Slurm accounting database (cluster.slurm.accounting_database): RDS for MySQL 8.4, the
+# current LTS major version (8.0 left RDS standard support). 8.4.9 is the newest 8.4 release
+# aws-cdk-lib 2.275 names and CloudFormation's schema lists; `make preflight` checks the region
+# offers it (rds:DescribeDBEngineVersions).
+ACCOUNTING_MYSQL_MAJOR_VERSION = "8.4"
+ACCOUNTING_MYSQL_VERSION = "8.4.9"

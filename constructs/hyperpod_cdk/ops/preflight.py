@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.ops import adopted, capacity, deploy_target, shared_cluster
+from hyperpod_cdk.ops import accounting, adopted, capacity, deploy_target, shared_cluster
 from hyperpod_cdk.ops.addons import check_addon_versions
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
@@ -84,6 +84,11 @@ def _steps(
             "health agent image",
             ("ecr",),
             lambda: shared_cluster.check_agent_image(config, clients("ecr")),
+        ),
+        Step(
+            "accounting database engine",
+            ("rds",),
+            lambda: accounting.check_engine_version(config, clients("rds")),
         ),
         Step(
             "cluster name",
