@@ -72,6 +72,19 @@ DESTROY_REASON = (
 )
 
 
+def role_arn_with_literal_path(scope: Construct, role: iam.IRole, path: str) -> str:
+    """The ARN of a role of another stack with its IAM ``path`` (``iam.role_path``) a literal of
+    the consumer's template: a new path replaces the role and changes the consumer's template
+    too, so the consumer reads the new role's name (a weak reference is read only then)."""
+    return cdk.Stack.of(scope).format_arn(
+        service="iam",
+        region="",
+        resource="role",
+        resource_name=f"{path.lstrip('/')}{role.role_name}",
+        arn_format=cdk.ArnFormat.SLASH_RESOURCE_NAME,
+    )
+
+
 def lifecycle_source_uri(bucket_name: str, prefix: str) -> str:
     """``s3://<bucket>/<prefix>`` with the content-hashed ``prefix`` a literal of the consumer's
     template (the bucket may be a cross-stack reference)."""
@@ -405,7 +418,7 @@ class ClusterStack(EnvironmentStack):
             "HyperPod",
             config=cluster_cfg,
             cluster_name=config.cluster_name,
-            execution_role_arn=role.role.role_arn,
+            execution_role_arn=role_arn_with_literal_path(self, role.role, config.iam.role_path),
             lifecycle=LifecycleRef(
                 lifecycle_source_uri(nodes.scripts_ready.string_value, lifecycle.prefix),
                 lifecycle.entry_script,
@@ -416,7 +429,9 @@ class ClusterStack(EnvironmentStack):
             file_system=storage.file_system,
             accounting_database=database,
             eks_cluster_arn=eks_cluster_arn,
-            cluster_role_arn=nodes.autoscaling_role.role.role_arn
+            cluster_role_arn=role_arn_with_literal_path(
+                self, nodes.autoscaling_role.role, config.iam.role_path
+            )
             if nodes.autoscaling_role
             else None,
             tags=tags,

@@ -124,3 +124,26 @@ def test_actions_match_ignoring_case_and_deny_wins() -> None:
     deny = Value(stack, {"Effect": "Deny", "Action": "s3:*", "Resource": "arn:aws:s3:::b/*"})
     assert allows([allow], "s3:GetObject", f"arn:{PARTITION}:s3:::b/k")
     assert not allows([allow, deny], "s3:GetObject", f"arn:{PARTITION}:s3:::b/k")
+
+
+@pytest.mark.parametrize(
+    ("head", "is_role"),
+    [
+        (["arn:aws:iam::111122223333:role/hyperpod/"], True),
+        (["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/"], True),
+        (["arn:aws:iam::111122223333:policy/"], False),
+        (["arn:aws:iam::111122223333:role/x/", "suffix-"], False),
+    ],
+)
+def test_a_role_arn_built_from_its_path_and_name_leads_to_the_role(
+    head: list[Any], is_role: bool
+) -> None:
+    """The app writes a role's ARN as its literal path plus its name (issue 19)."""
+    nodes = {
+        "Resources": {"Role": {"Type": "AWS::IAM::Role", "Properties": {}}},
+        "Outputs": {"RoleName": {"Value": {"Ref": "Role"}}},
+    }
+    name = {"Fn::GetStackOutput": {"StackName": "nodes", "OutputName": "RoleName"}}
+    arn, model = value({"Fn::Join": ["", [*head, name]]}, {"nodes": nodes})
+    role = _resource(model, "nodes", "Role")
+    assert (arn.target() == Ref(role, "Arn")) is is_role

@@ -3,6 +3,7 @@ orchestrator, recovery and provisioning modes, and the VPC config."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from stack_testkit import LIFECYCLE_PREFIX, get_att
@@ -195,10 +196,21 @@ def test_auto_patch(shipped) -> None:
 
 
 def test_every_group_runs_as_the_execution_role(shipped) -> None:
-    role = shipped.outputs("nodes")["ExecutionRoleArn"]["Value"]
+    """The created role's ARN is built from the role path (a literal of the cluster's template:
+    a new path replaces the role and must change this template too) and the role's name."""
+    role_id = shipped.outputs("nodes")["ExecutionRoleArn"]["Value"]["Fn::GetAtt"][0]
+    path = shipped.config.iam.role_path.lstrip("/")
+    account = shipped.config.account or "AWS::AccountId"
     for config, group in group_pairs(shipped):
-        expected = config.execution_role_arn or shipped.config.cluster.execution_role_arn or role
-        assert shipped.resolve(group["ExecutionRole"]) == expected, config.name
+        configured = config.execution_role_arn or shipped.config.cluster.execution_role_arn
+        if configured:
+            assert group["ExecutionRole"] == configured, config.name
+            continue
+        _, parts = group["ExecutionRole"]["Fn::Join"]
+        *head, name = parts
+        assert shipped.resolve(name) == {"Ref": role_id}, config.name
+        assert isinstance(head[-1], str) and head[-1].endswith(f":role/{path}"), head
+        assert str(account) in json.dumps(head)
 
 
 def test_no_kubernetes_settings_on_a_slurm_cluster(shipped_slurm) -> None:

@@ -395,7 +395,10 @@ def test_autoscaling_uses_karpenter_with_a_created_cluster_role(synthesized) -> 
     synth = synthesized("eks-full")
     props = hyperpod(synth)
     assert props["AutoScaling"] == {"AutoScalerType": "Karpenter", "Mode": "Enable"}
-    role_id = synth.resolve(props["ClusterRole"])["Fn::GetAtt"][0]
+    # the role's name, behind its literal path (issue 19: a new path must change this template)
+    _, (prefix, name) = props["ClusterRole"]["Fn::Join"]
+    assert prefix.endswith(":role/hyperpod/")
+    role_id = synth.resolve(name)["Ref"]
     role = synth.template("nodes")["Resources"][role_id]["Properties"]
     (statement,) = role["AssumeRolePolicyDocument"]["Statement"]
     assert statement["Principal"] == {"Service": "hyperpod.sagemaker.amazonaws.com"}

@@ -161,6 +161,8 @@ class Value:
             parts = _get_att(argument)
             found = value.stack.resources.get(parts[0]) if parts else None
             return Ref(found, parts[1]) if found and parts else None
+        if name == "Fn::Join":
+            return _role_arn(value.stack, argument)
         return None
 
     def refers_to(self, resource: Resource, *attributes: str | None) -> bool:
@@ -406,3 +408,31 @@ class AppModel:
     def resource(self, template_path: str | os.PathLike[str], logical_id: str) -> Resource | None:
         stack = self.stack(template_path)
         return stack.resources.get(logical_id) if stack else None
+
+
+# a deploy-time placeholder of rendered text (a pseudo parameter, a reference)
+_PLACEHOLDER = re.compile(r"⟦[^⟧]*⟧")
+# "arn:<partition>:iam::<account>:role/<path>": what comes before a role's name in its ARN
+_ROLE_ARN_HEAD = re.compile(r"^arn:[^:]+:iam::[^:]*:role/([\w+=,.@-]+/)*$")
+
+
+def _role_arn(stack: StackTemplate, argument: Any) -> Ref | None:
+    """A role's ARN assembled from its path and its name (``Fn::Join`` of the ARN up to the path
+    and the role's ``Ref``), as the app writes it so that a new path changes the template of the
+    consumer (issue 19): the role's ``Arn``."""
+    if not (isinstance(argument, list) and len(argument) == 2 and argument[0] == ""):
+        return None
+    parts = argument[1]
+    if not isinstance(parts, list) or len(parts) < 2:
+        return None
+    name = Value(stack, parts[-1]).target()
+    head = Value(stack, {"Fn::Join": ["", parts[:-1]]}).text()
+    if (
+        isinstance(name, Ref)
+        and name.attribute is None
+        and name.resource.type == "AWS::IAM::Role"
+        and head is not None
+        and _ROLE_ARN_HEAD.match(_PLACEHOLDER.sub("x", head))
+    ):
+        return Ref(name.resource, "Arn")
+    return None

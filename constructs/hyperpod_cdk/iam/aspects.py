@@ -10,7 +10,12 @@ from constructs import IConstruct
 
 @jsii.implements(cdk.IAspect)
 class RolePath:
-    """Sets the IAM path of every role in the scope, including the roles of CDK's own custom resources.
+    """Sets the IAM path of every role and customer managed policy in the scope, including the
+    roles of CDK's own custom resources.
+
+    The policies share the path so that a new path replaces them together with the roles: a
+    policy in another stack that names a replaced role by a weak reference is re-created and
+    reads the new role's name (a weak reference is read only when its resource changes).
 
     ``cdk.Aspects.of(stack).add(RolePath("/ml-platform/"))``
 
@@ -21,7 +26,10 @@ class RolePath:
         self.path = path
 
     def visit(self, node: IConstruct) -> None:
-        if isinstance(node, iam.CfnRole):
+        if isinstance(node, (iam.CfnRole, iam.CfnManagedPolicy)):
             node.path = self.path
-        elif isinstance(node, cdk.CfnResource) and node.cfn_resource_type == "AWS::IAM::Role":
+        elif isinstance(node, cdk.CfnResource) and node.cfn_resource_type in (
+            "AWS::IAM::Role",
+            "AWS::IAM::ManagedPolicy",
+        ):
             node.add_property_override("Path", self.path)
