@@ -23,7 +23,7 @@ CDK := $(WITH_ENV) cdk
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status bench
+        distclean lifecycle-dry-run preflight status bench migrate-eks-dependencies
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -60,6 +60,9 @@ destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are reta
 
 preflight: bootstrap-python ## read-only checks of the target account for CONFIG (needs AWS credentials)
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.preflight $(CONFIG) $(OPS_ARGS)
+
+migrate-eks-dependencies: bootstrap-python ## before the first deploy of an EKS environment whose dependencies were raw manifests
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.migrate $(CONFIG) $(OPS_ARGS)
 
 status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, failed nodes, logs, how to reach it
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status $(CONFIG) $(OPS_ARGS)

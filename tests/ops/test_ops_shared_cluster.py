@@ -52,7 +52,8 @@ class FakeApi:
     def add(self, path: str, obj: dict[str, Any]) -> None:
         self.objects.setdefault(path, []).append(obj)
 
-    def __call__(self, path: str) -> Response:
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None) -> Response:
+        assert method == "GET" and body is None  # preflight only reads
         self.paths.append(path)
         if self.down:
             raise KubernetesUnreachable("timed out")

@@ -1,11 +1,11 @@
-"""A read-only Kubernetes API client for an EKS cluster, authenticated as the AWS caller.
+"""A small Kubernetes API client for an EKS cluster, authenticated as the AWS caller.
 
 The bearer token is the one ``aws eks get-token`` makes: a pre-signed STS
 ``GetCallerIdentity`` URL that names the cluster in the signed header ``x-k8s-aws-id``,
 base64url-encoded without padding, prefixed ``k8s-aws-v1.`` (EKS user guide, "Grant IAM users
 access to Kubernetes with EKS access entries"; aws-iam-authenticator). The caller needs an
-access entry with read access. Only GET requests; the transport is injectable so tests answer
-like the API server does.
+access entry (read access for preflight; the migration also patches metadata). GET and merge
+PATCH only; the transport is injectable so tests answer like the API server does.
 """
 
 from __future__ import annotations
@@ -41,8 +41,10 @@ class Response:
     body: dict[str, Any]
 
 
-# GET path -> Response; raises KubernetesUnreachable when the endpoint cannot be reached
-Transport = Callable[[str], Response]
+# (method, path, JSON body or None) -> Response; raises KubernetesUnreachable when the endpoint
+# cannot be reached
+Transport = Callable[[str, str, dict[str, Any] | None], Response]
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def eks_token(sts: Any, cluster_name: str) -> str:
@@ -74,10 +76,14 @@ def https_transport(endpoint: str, ca_data: str, token: str) -> Transport:
             f"the cluster's certificate authority is unusable: {exc}"
         ) from None
 
-    def get(path: str) -> Response:
+    def call(method: str, path: str, body: dict[str, Any] | None) -> Response:
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = MERGE_PATCH
         request = urllib.request.Request(
-            endpoint.rstrip("/") + path,
-            headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+            endpoint.rstrip("/") + path, data=data, headers=headers, method=method
         )
         try:
             with urllib.request.urlopen(
@@ -93,14 +99,14 @@ def https_transport(endpoint: str, ca_data: str, token: str) -> Transport:
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise KubernetesUnreachable(str(getattr(exc, "reason", exc))) from None
 
-    return get
+    return call
 
 
 class Kubernetes:
-    """Read-only calls on one cluster."""
+    """Calls on one cluster: reads, and merge patches of metadata."""
 
     def __init__(self, transport: Transport) -> None:
-        self._get = transport
+        self._call = transport
 
     def get(self, path: str) -> dict[str, Any] | None:
         """The object at ``path``; None when it does not exist (404).
@@ -108,7 +114,14 @@ class Kubernetes:
         :raises KubernetesDenied: 401 or 403.
         :raises KubernetesUnreachable: the endpoint did not answer, or answered an error.
         """
-        response = self._get(path)
+        return self._answer(self._call("GET", path, None))
+
+    def patch(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """A JSON merge patch of the object at ``path``; None when it does not exist (404)."""
+        return self._answer(self._call("PATCH", path, body))
+
+    @staticmethod
+    def _answer(response: Response) -> dict[str, Any] | None:
         if response.status == 404:
             return None
         if response.status in (401, 403):
