@@ -427,7 +427,8 @@ def healthy_account(
 ) -> None:
     """Queue the answers of an account where every preflight check of ``config`` passes, in the
     order the checks ask (each client keeps its own queue). ``leave_out`` names answers a test
-    queues itself: ``availability_zones``, ``quotas``, ``bootstrap``."""
+    queues itself: ``availability_zones``, ``quotas``, ``bootstrap``, ``shared_cluster`` (the
+    adopted EKS cluster's ListAddons and DescribeCluster)."""
     from hyperpod_cdk.eks import versions
     from hyperpod_cdk.ops.addons import app_addons
     from hyperpod_cdk.ops.capacity import referenced_az_ids
@@ -499,12 +500,13 @@ def healthy_account(
     for addon in app_addons(config):
         kubernetes = settings_eks.kubernetes_version
         addon_versions(aws, addon, kubernetes, [versions.addon_version(addon, kubernetes)])
-    if not config.is_slurm and settings_eks.cluster_arn:
+    if not config.is_slurm and settings_eks.cluster_arn and "shared_cluster" not in leave_out:
         name = settings_eks.cluster_arn.rsplit("/", 1)[-1]
         aws.stub("eks").add_response("list_addons", {"addons": []}, {"clusterName": name})
-        # an endpoint nothing answers on: the object listing is skipped (tests of it connect
-        # to a fake API server instead)
-        endpoint_only(aws, name)
+        if settings_eks.dependencies.enabled():
+            # an endpoint nothing answers on: the object listing is skipped (tests of it
+            # connect to a fake API server instead)
+            endpoint_only(aws, name)
     if not config.is_slurm and settings_eks.dependencies.health_monitoring_agent:
         agent_image(aws, config)
     if config.is_slurm and config.cluster.slurm_settings.accounting_database:

@@ -225,6 +225,8 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         "sagemaker": "sagemaker",
         "fsx": "fsx",
         "eks": "eks",
+        "ecr": "ecr",
+        "rds": "rds",
         "cloudformation": "cloudformation",
         "ssm": "ssm",
     }
@@ -233,4 +235,15 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         model = session.get_service_model(prefixes[prefix])
         assert model.signing_name == prefix
         assert operation in model.operation_names, action
-        assert operation.startswith(("Describe", "List", "Get")), action
+        assert operation.startswith(("Describe", "List", "Get", "BatchGet")), action
+
+
+def test_the_readme_lists_every_action_the_commands_call() -> None:
+    import re
+
+    from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
+
+    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("The caller needs these read-only")
+    listed = re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", readme[start : readme.index("\n\n", start)])
+    assert sorted(listed) == sorted(READ_ONLY_ACTIONS)

@@ -11,6 +11,7 @@ PATCH only; the transport is injectable so tests answer like the API server does
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import ssl
 import urllib.error
@@ -67,9 +68,16 @@ def eks_token(sts: Any, cluster_name: str) -> str:
 
 def https_transport(endpoint: str, ca_data: str, token: str) -> Transport:
     """GETs on ``endpoint`` (``https://...``) trusting the cluster's CA (base64 PEM, as
-    ``DescribeCluster`` gives it)."""
+    ``DescribeCluster`` gives it).
+
+    :raises KubernetesUnreachable: no https endpoint, or an unusable CA.
+    """
+    if not endpoint.startswith("https://"):
+        raise KubernetesUnreachable(f"the cluster has no https API endpoint ({endpoint!r})")
     try:
         pem = base64.b64decode(ca_data).decode()
+        if not pem.strip():  # an empty cadata would trust the system's CAs instead
+            raise ValueError("it is empty")
         context = ssl.create_default_context(cadata=pem)
     except (ValueError, ssl.SSLError) as exc:
         raise KubernetesUnreachable(
@@ -93,11 +101,14 @@ def https_transport(endpoint: str, ca_data: str, token: str) -> Transport:
         except urllib.error.HTTPError as exc:
             try:
                 body = json.loads(exc.read() or b"{}")
-            except ValueError:
+            except (ValueError, OSError, http.client.HTTPException):
                 body = {}
             return Response(exc.code, body)
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            raise KubernetesUnreachable(str(getattr(exc, "reason", exc))) from None
+        except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as exc:
+            # DNS, refused, timeout, TLS (URLError and socket errors are OSErrors), a cut answer
+            raise KubernetesUnreachable(str(getattr(exc, "reason", exc)) or repr(exc)) from None
+        except ValueError as exc:  # not JSON: a proxy's or load balancer's page, not the API
+            raise KubernetesUnreachable(f"the endpoint did not answer JSON ({exc})") from None
 
     return call
 

@@ -210,13 +210,13 @@ def migrate(
     name = eks_cluster_name(config)
     eks, sts = clients("eks"), clients("sts")
     cluster = eks.describe_cluster(name=name)["cluster"]
-    api: Kubernetes = connect(
-        str(cluster.get("endpoint", "")),
-        str(cluster.get("certificateAuthority", {}).get("data", "")),
-        eks_token(sts, name),
-    )
     patched = missing = 0
     try:
+        api: Kubernetes = connect(
+            str(cluster.get("endpoint", "")),
+            str(cluster.get("certificateAuthority", {}).get("data", "")),
+            eks_token(sts, name),
+        )
         for item in legacy:
             if item.release is None:
                 continue
