@@ -34,27 +34,12 @@ def needs_egress(config: EnvironmentConfig) -> bool:
 
 def fsx_csi_driver_enabled(config: EnvironmentConfig) -> bool:
     """``eks.addons.fsx_csi_driver``, defaulting to on when the environment has a file system."""
-    value = config.eks_settings.addons.fsx_csi_driver
-    return config.storage.fsx.enabled if value is None else value
+    return config.fsx_csi_driver_enabled
 
 
 def needs_eks_addons(config: EnvironmentConfig) -> bool:
-    """True when the ``eks-addons`` stack has something to create.
-
-    A created EKS cluster always gets CoreDNS there; an adopted one only the
-    optional add-ons asked for.
-    """
-    if config.is_slurm:
-        return False
-    eks = config.eks_settings
-    addons = eks.addons
-    return (
-        eks.cluster_arn is None
-        or addons.training_operator
-        or addons.task_governance
-        or addons.observability
-        or fsx_csi_driver_enabled(config)
-    )
+    """True when the ``eks-addons`` stack has something to create."""
+    return config.needs_eks_addons
 
 
 def stack_kinds(config: EnvironmentConfig) -> list[str]:

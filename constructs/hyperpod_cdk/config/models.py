@@ -1001,6 +1001,28 @@ class EnvironmentConfig(StrictModel):
         return self.eks or EksConfig()
 
     @property
+    def fsx_csi_driver_enabled(self) -> bool:
+        """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system."""
+        value = self.eks_settings.addons.fsx_csi_driver
+        return self.storage.fsx.enabled if value is None else value
+
+    @property
+    def needs_eks_addons(self) -> bool:
+        """EKS only: something is installed once the cluster has nodes (the ``eks-addons``
+        stack): CoreDNS on a created cluster, else the optional add-ons asked for."""
+        if self.is_slurm:
+            return False
+        eks = self.eks_settings
+        addons = eks.addons
+        return (
+            eks.cluster_arn is None
+            or addons.training_operator
+            or addons.task_governance
+            or addons.observability
+            or self.fsx_csi_driver_enabled
+        )
+
+    @property
     def eks_cluster_name(self) -> str:
         """Name of the EKS cluster the app creates: ``<name>-eks``."""
         return f"{self.name}-eks"

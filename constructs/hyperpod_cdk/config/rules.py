@@ -887,10 +887,7 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
             "eks.addons.fsx_csi_driver",
             "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods",
         )
-    needs_nodes = cfg.eks_settings.cluster_arn is None or any(
-        (addons.training_operator, addons.task_governance, addons.observability,
-         addons.fsx_csi_driver if addons.fsx_csi_driver is not None else cfg.storage.fsx.enabled)
-    )  # fmt: skip
+    needs_nodes = cfg.needs_eks_addons
     if needs_nodes and not cfg.cluster.system_pod_groups():
         what = (
             "CoreDNS and the add-ons in eks.addons"

@@ -21,12 +21,6 @@ OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
 FSX_CSI_DRIVER = "aws-fsx-csi-driver"
 
 
-def fsx_csi_driver_enabled(config: EnvironmentConfig) -> bool:
-    """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system."""
-    value = config.eks_settings.addons.fsx_csi_driver
-    return config.storage.fsx.enabled if value is None else value
-
-
 def app_addons(config: EnvironmentConfig) -> list[str]:
     """The EKS add-ons the app installs for ``config``, in install order."""
     if config.is_slurm:
@@ -39,7 +33,7 @@ def app_addons(config: EnvironmentConfig) -> list[str]:
         names.append(TASK_GOVERNANCE)
     if settings.addons.observability:
         names.append(OBSERVABILITY)
-    if fsx_csi_driver_enabled(config):
+    if config.fsx_csi_driver_enabled:
         names.append(FSX_CSI_DRIVER)
     return names
 
