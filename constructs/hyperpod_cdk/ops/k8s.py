@@ -145,3 +145,12 @@ class Kubernetes:
         """The items of a list at ``path`` (every namespace for a cluster-wide path)."""
         body = self.get(path)
         return list(body.get("items", [])) if body else []
+
+
+# (endpoint, CA data, token) -> a client; tests pass one that talks to a fake API server
+MakeKubernetes = Callable[[str, str, str], Kubernetes]
+
+
+def connect_https(endpoint: str, ca_data: str, token: str) -> Kubernetes:
+    """A client of the cluster at ``endpoint`` over HTTPS (see :func:`https_transport`)."""
+    return Kubernetes(https_transport(endpoint, ca_data, token))

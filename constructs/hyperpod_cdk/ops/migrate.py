@@ -38,8 +38,14 @@ from hyperpod_cdk.ops.adopted import eks_cluster_name
 from hyperpod_cdk.ops.aws import ClientFactory, error_code, session_clients
 from hyperpod_cdk.ops.cli import MakeClients, run_command
 from hyperpod_cdk.ops.deploy_target import bootstrap_target
-from hyperpod_cdk.ops.k8s import Kubernetes, KubernetesDenied, KubernetesUnreachable, eks_token
-from hyperpod_cdk.ops.shared_cluster import MakeKubernetes, _connect
+from hyperpod_cdk.ops.k8s import (
+    Kubernetes,
+    KubernetesDenied,
+    KubernetesUnreachable,
+    MakeKubernetes,
+    connect_https,
+    eks_token,
+)
 
 LEGACY_TYPE = "Custom::AWSCDK-EKS-KubernetesResource"
 LEGACY_LABELS = {
@@ -188,7 +194,7 @@ def migrate(
     config: EnvironmentConfig,
     clients: ClientFactory,
     project_root: Path,
-    connect: MakeKubernetes = _connect,
+    connect: MakeKubernetes = connect_https,
     say: Callable[[str], None] = print,
 ) -> int:
     """The migration of ``config``'s environment; the exit code."""

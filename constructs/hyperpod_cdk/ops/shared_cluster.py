@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from collections.abc import Callable
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
@@ -24,8 +23,9 @@ from hyperpod_cdk.ops.k8s import (
     Kubernetes,
     KubernetesDenied,
     KubernetesUnreachable,
+    MakeKubernetes,
+    connect_https,
     eks_token,
-    https_transport,
 )
 
 # the config key that installs each EKS add-on
@@ -68,20 +68,14 @@ HELM_RELEASES_PATH = "/api/v1/secrets?labelSelector=" + urllib.parse.quote(
 )
 _GONE = "uninstalled"
 
-MakeKubernetes = Callable[[str, str, str], Kubernetes]  # (endpoint, CA data, token)
-
 OBJECTS = "shared cluster objects"
-
-
-def _connect(endpoint: str, ca_data: str, token: str) -> Kubernetes:
-    return Kubernetes(https_transport(endpoint, ca_data, token))
 
 
 def check_shared_cluster(
     config: EnvironmentConfig,
     eks: Any,
     sts: Any,
-    connect: MakeKubernetes = _connect,
+    connect: MakeKubernetes = connect_https,
 ) -> list[Check]:
     """On an adopted cluster: existing add-ons the app would create, and Kubernetes objects
     that already do what an ``eks.dependencies`` component switched on would install."""
