@@ -43,7 +43,7 @@ from hyperpod_cdk.cluster import (
     LifecycleRef,
     LifecycleScripts,
 )
-from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT
+from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT, lifecycle_bucket_name
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS, EKS_CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.config.node_setup import lifecycle_extra_files
@@ -66,6 +66,8 @@ if TYPE_CHECKING:
     from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
+# a tag of the HyperPod cluster whose value is read from the nodes stack's ScriptsReady parameter
+LIFECYCLE_BUCKET_TAG = "hyperpod-cdk:lifecycle-bucket"
 DESTROY_REASON = (
     "storage.fsx.removal_policy is destroy and the deploy passed -c destroy_data=true: the data "
     "is meant to go with the stack."
@@ -85,9 +87,16 @@ def role_arn_with_literal_path(scope: Construct, role: iam.IRole, path: str) -> 
     )
 
 
+def lifecycle_bucket(config: EnvironmentConfig) -> str:
+    """The lifecycle bucket's name, ``sagemaker-<name>-lifecycle-<account>-<region>``: from the
+    config alone, so that every stack that names it writes it in its own template (the account
+    is the deploying account's ``AWS::AccountId`` when the config leaves it out)."""
+    return lifecycle_bucket_name(config.name, config.account or cdk.Aws.ACCOUNT_ID, config.region)
+
+
 def lifecycle_source_uri(bucket_name: str, prefix: str) -> str:
-    """``s3://<bucket>/<prefix>`` with the content-hashed ``prefix`` a literal of the consumer's
-    template (the bucket may be a cross-stack reference)."""
+    """``s3://<bucket>/<prefix>``, bucket and content-hashed ``prefix`` literals of the
+    consumer's template."""
     return cdk.Fn.join("", ["s3://", bucket_name, "/", prefix])
 
 
@@ -300,6 +309,7 @@ class LifecycleStack(EnvironmentStack):
             directory=project_root / config.cluster.lifecycle_scripts,
             settings=node_settings(config),
             extra_files=lifecycle_extra_files(config, project_root),
+            bucket_name=lifecycle_bucket(config),
         )
         self.execution_role = ExecutionRole(
             self,
@@ -310,12 +320,12 @@ class LifecycleStack(EnvironmentStack):
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
             mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
         )
-        # what the cluster reads: the scripts' bucket, once they are uploaded (so it waits for
-        # the upload in its template, not only behind the stack barrier). The bucket never
-        # changes while the cluster exists, so it may travel by weak reference; the content-hashed
-        # prefix changes with every script or setting, so the cluster writes it literally in its
-        # own template (lifecycle_source_uri): `cdk deploy` skips a stack whose template did not
-        # change, and a weak reference is never re-read on its own.
+        # set once the scripts are uploaded: the cluster reads it (a tag) so that it waits for
+        # the upload in its template, not only behind the stack barrier. What the cluster boots
+        # from, the bucket name (from the config) and the content-hashed prefix (which changes
+        # with every script or setting), it writes literally in its own template
+        # (lifecycle_source_uri): `cdk deploy` skips a stack whose template did not change, and
+        # a weak reference is never re-read on its own.
         self.scripts_ready = ready_parameter(
             self,
             "ScriptsReady",
@@ -405,6 +415,8 @@ class ClusterStack(EnvironmentStack):
             depends_on.append(eks_policy)
             # The HyperPod training operator looks for this tag (AWS's own setup adds it).
             tags.setdefault("SageMaker", "true")
+        # read from the parameter set after the upload: the cluster waits for the scripts
+        tags[LIFECYCLE_BUCKET_TAG] = nodes.scripts_ready.string_value
         if storage.accounting is not None:
             secret_read = role.grant_secret_read(storage.accounting.secret_arn, scope=self)
             for configured in nodes.configured_roles:
@@ -420,8 +432,7 @@ class ClusterStack(EnvironmentStack):
             cluster_name=config.cluster_name,
             execution_role_arn=role_arn_with_literal_path(self, role.role, config.iam.role_path),
             lifecycle=LifecycleRef(
-                lifecycle_source_uri(nodes.scripts_ready.string_value, lifecycle.prefix),
-                lifecycle.entry_script,
+                lifecycle_source_uri(lifecycle.bucket_name, lifecycle.prefix), lifecycle.entry_script
             ),
             subnets=network.compute_subnets,
             main_az_id=config.network.availability_zone_id,

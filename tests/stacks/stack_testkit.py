@@ -149,6 +149,19 @@ def join_parts(value: Any) -> list[Any]:
     return [value]
 
 
+def joined_text(value: Any) -> str:
+    """A string, or an ``Fn::Join`` of strings and ``Ref``s, as one string: a reference reads
+    ``${Name}`` (``${AWS::AccountId}`` for the pseudo parameter)."""
+    parts = []
+    for part in join_parts(value):
+        if isinstance(part, str):
+            parts.append(part)
+        else:
+            assert set(part) == {"Ref"}, value
+            parts.append("${" + part["Ref"] + "}")
+    return "".join(parts)
+
+
 def ref(logical_id: str) -> dict[str, str]:
     return {"Ref": logical_id}
 

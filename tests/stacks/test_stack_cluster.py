@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stack_testkit import LIFECYCLE_PREFIX, get_att
+from stack_testkit import LIFECYCLE_PREFIX, get_att, joined_text
+
+from stacks.environment import LIFECYCLE_BUCKET_TAG
 
 
 def cluster(synth) -> dict[str, Any]:
@@ -324,18 +326,21 @@ def test_cluster_reads_its_eks_cluster_from_the_ready_parameter(shipped_eks) -> 
 
 
 def test_cluster_boots_from_the_scripts_once_uploaded(shipped) -> None:
-    """The bucket comes through the parameter set after the upload (the wait is in the template);
-    the content-hashed prefix is a literal of the cluster's own template (issue 19)."""
+    """Bucket name and content-hashed prefix are literals of the cluster's own template (issues
+    19 and 15); the wait for the upload is the tag read from the parameter set after it."""
     prefix = shipped.stacks.lifecycle.scripts.prefix
-    for group in cluster(shipped)["InstanceGroups"]:
-        raw = group["LifeCycleConfig"]["SourceS3Uri"]
-        separator, (scheme, bucket, literal) = raw["Fn::Join"]
-        assert (separator, scheme, literal) == ("", "s3://", f"/{prefix}")
-        assert LIFECYCLE_PREFIX.match(prefix)
-        (param_id,) = shipped.resolve(bucket, parameters=False)["Fn::GetAtt"][:1]
-        param = shipped.resources("nodes")[param_id]
-        assert param["Type"] == "AWS::SSM::Parameter"
-        (upload,) = shipped.resources("nodes", "Custom::CDKBucketDeployment")
-        assert upload in param["DependsOn"]
-        bucket_ref = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]
-        assert param["Properties"]["Value"] == bucket_ref
+    assert LIFECYCLE_PREFIX.match(prefix)
+    config = shipped.config
+    bucket = f"sagemaker-{config.name}-lifecycle-{config.account or '${AWS::AccountId}'}-{config.region}"
+    resource = cluster(shipped)
+    for group in resource["InstanceGroups"]:
+        uri = joined_text(group["LifeCycleConfig"]["SourceS3Uri"])
+        assert uri == f"s3://{bucket}/{prefix}"
+    (tag,) = [t for t in resource["Tags"] if t["Key"] == LIFECYCLE_BUCKET_TAG]
+    (param_id,) = shipped.resolve(tag["Value"], parameters=False)["Fn::GetAtt"][:1]
+    param = shipped.resources("nodes")[param_id]
+    assert param["Type"] == "AWS::SSM::Parameter"
+    (upload,) = shipped.resources("nodes", "Custom::CDKBucketDeployment")
+    assert upload in param["DependsOn"]
+    bucket_ref = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]
+    assert param["Properties"]["Value"] == bucket_ref

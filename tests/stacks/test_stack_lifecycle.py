@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,12 @@ from stack_testkit import (
     PROJECT_ROOT,
     config_data,
     config_path,
-    join_parts,
+    joined_text,
     ref,
     with_changes,
 )
 
-from hyperpod_cdk.cluster import SETTINGS_FILE, content_hash
+from hyperpod_cdk.cluster import SETTINGS_FILE, content_hash, lifecycle_bucket_name
 from hyperpod_cdk.config import LIFECYCLE_ENTRY_SCRIPT, EnvironmentConfig, load_environment, parse
 from stacks import node_settings
 
@@ -72,17 +73,36 @@ def test_older_prefixes_are_kept_for_nodes_replaced_later(shipped) -> None:
     assert props["RetainOnDelete"] is True
 
 
+def expected_bucket(config: EnvironmentConfig) -> str:
+    """sagemaker-<name>-lifecycle-<account>-<region> (the shipped names are short enough)."""
+    account = config.account or "${AWS::AccountId}"
+    return f"sagemaker-{config.name}-lifecycle-{account}-{config.region}"
+
+
+def test_lifecycle_bucket_is_named_for_hyperpod(shipped) -> None:
+    """The API reference: SourceS3Uri must start with s3://sagemaker- (issue 15)."""
+    (bucket_id,) = [
+        logical_id
+        for logical_id, resource in shipped.resources("nodes", "AWS::S3::Bucket").items()
+        if "Scripts" in logical_id and "AccessLogs" not in logical_id
+    ]
+    bucket = shipped.resources("nodes")[bucket_id]["Properties"]
+    assert joined_text(bucket["BucketName"]) == expected_bucket(shipped.config)
+    assert shipped.outputs("nodes")["LifecycleBucketName"]["Value"] == ref(bucket_id)
+
+
 def test_every_group_boots_from_the_uploaded_prefix(shipped) -> None:
-    bucket = shipped.outputs("nodes")["LifecycleBucketName"]["Value"]
     prefix = deployment(shipped)["DestinationBucketKeyPrefix"]
     for group in groups(shipped):
-        uri = shipped.resolve(group["LifeCycleConfig"]["SourceS3Uri"])
-        assert join_parts(uri) == ["s3://", bucket, f"/{prefix}"], group["InstanceGroupName"]
+        uri = joined_text(group["LifeCycleConfig"]["SourceS3Uri"])
+        assert uri == f"s3://{expected_bucket(shipped.config)}/{prefix}", group["InstanceGroupName"]
+        assert uri.startswith("s3://sagemaker-")
 
 
 def test_lifecycle_scripts_uri_output_matches_the_prefix(shipped) -> None:
     uri = shipped.outputs("nodes")["LifecycleScriptsUri"]["Value"]
-    assert join_parts(uri)[-1] == f"/{deployment(shipped)['DestinationBucketKeyPrefix']}"
+    prefix = deployment(shipped)["DestinationBucketKeyPrefix"]
+    assert joined_text(uri) == f"s3://{expected_bucket(shipped.config)}/{prefix}"
 
 
 def test_entry_script_runs_on_the_configured_hook(shipped) -> None:
@@ -287,10 +307,8 @@ def test_changed_script_gives_the_cluster_a_new_prefix(
     original = synthesized("minimal")
     new_prefix = deployment(changed)["DestinationBucketKeyPrefix"]
     assert new_prefix != deployment(original)["DestinationBucketKeyPrefix"]
-    assert (
-        join_parts(changed.resolve(groups(changed)[0]["LifeCycleConfig"]["SourceS3Uri"]))[-1]
-        == f"/{new_prefix}"
-    )
+    uri = joined_text(groups(changed)[0]["LifeCycleConfig"]["SourceS3Uri"])
+    assert uri.endswith(f"/{new_prefix}")
 
 
 # -- generated files beside the scripts (the users file) -----------------------------------------
@@ -361,3 +379,89 @@ def test_users_file_is_uploaded_with_the_scripts(build_variant, tmp_path: Path) 
     uploaded = [d / "users.json" for d in asset_dirs(synth) if (d / "users.json").exists()]
     assert len(uploaded) == 1
     assert "alice" in uploaded[0].read_text()
+
+
+# -- the lifecycle bucket's name (issue 15) --------------------------------------------------------
+
+BUCKET_RULE = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+@pytest.mark.parametrize("region", ["us-west-2", "ap-southeast-7", "us-gov-west-1", "eu-north-1"])
+@pytest.mark.parametrize(
+    "name", ["hp", "ml-research", "a" * 32, "team-a-prod-training-cluster-01", "x-y"]
+)
+def test_bucket_name_fits_s3_and_hyperpod(name: str, region: str) -> None:
+    bucket = lifecycle_bucket_name(name, "123456789012", region)
+    assert len(bucket) <= 63 and BUCKET_RULE.fullmatch(bucket) and ".." not in bucket, bucket
+    assert bucket.startswith("sagemaker-") and bucket.endswith(f"-lifecycle-123456789012-{region}")
+    assert lifecycle_bucket_name(name, "123456789012", region) == bucket  # deterministic
+
+
+def test_bucket_name_keeps_a_short_name_whole() -> None:
+    assert (
+        lifecycle_bucket_name("ml-research", "123456789012", "us-west-2")
+        == "sagemaker-ml-research-lifecycle-123456789012-us-west-2"
+    )
+
+
+def test_shortened_names_never_share_a_bucket() -> None:
+    """Two long names with the same beginning get different buckets (the hash of the whole)."""
+    first = lifecycle_bucket_name("research-team-cluster-number-001", "123456789012", "us-west-2")
+    second = lifecycle_bucket_name("research-team-cluster-number-002", "123456789012", "us-west-2")
+    assert first != second
+    assert len(first) == len(second) == 63
+    assert first.startswith("sagemaker-research-team-")
+
+
+def test_bucket_name_with_deploy_time_account_and_region_fits() -> None:
+    """An environment-agnostic stack: the account has 12 digits, the region at most 16."""
+    import aws_cdk as cdk
+
+    stack = cdk.Stack(cdk.App(), "Agnostic")
+    bucket = lifecycle_bucket_name("a" * 32, cdk.Aws.ACCOUNT_ID, cdk.Aws.REGION)
+    text = stack.resolve(bucket)
+    literal = "".join(p for p in text["Fn::Join"][1] if isinstance(p, str))
+    assert len(literal) + 12 + 16 <= 63
+
+
+def test_library_default_bucket_name_comes_from_the_stack(tmp_path: Path) -> None:
+    import aws_cdk as cdk
+
+    from hyperpod_cdk.cluster import LifecycleScripts
+    from stacks.app_builder import new_app
+
+    stack = cdk.Stack(
+        new_app(outdir=str(tmp_path / "cdk.out")),
+        "Platform-Nodes", env=cdk.Environment(account="111122223333", region="us-east-1")
+    )
+    scripts = LifecycleScripts(
+        stack, "Scripts", directory=PROJECT_ROOT / "lifecycle_assets", settings={}
+    )
+    assert scripts.bucket_name.startswith("sagemaker-platform-node")
+    assert scripts.bucket_name.endswith("-lifecycle-111122223333-us-east-1")
+    assert scripts.source_s3_uri.startswith(f"s3://{scripts.bucket_name}/lifecycle/")
+
+
+@pytest.mark.parametrize(
+    ("bucket_name", "message"),
+    [
+        ("my-scripts", "must start with|only from an S3 URI that starts with s3://sagemaker-"),
+        ("sagemaker-Upper", "is not an S3 bucket name"),
+        ("sagemaker-" + "a" * 60, "is not an S3 bucket name"),
+        ("sagemaker-a..b", "is not an S3 bucket name"),
+    ],
+)
+def test_library_refuses_a_bucket_hyperpod_cannot_read(bucket_name: str, message: str) -> None:
+    import aws_cdk as cdk
+
+    from hyperpod_cdk.cluster import LifecycleScripts
+
+    stack = cdk.Stack(cdk.App(), "Nodes")
+    with pytest.raises(ValueError, match=message):
+        LifecycleScripts(
+            stack,
+            "Scripts",
+            directory=PROJECT_ROOT / "lifecycle_assets",
+            settings={},
+            bucket_name=bucket_name,
+        )

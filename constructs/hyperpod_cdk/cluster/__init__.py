@@ -13,7 +13,12 @@ from hyperpod_cdk.cluster.hyperpod_cluster import (
     HyperPodCluster,
     LifecycleRef,
 )
-from hyperpod_cdk.cluster.lifecycle import SETTINGS_FILE, LifecycleScripts, content_hash
+from hyperpod_cdk.cluster.lifecycle import (
+    SETTINGS_FILE,
+    LifecycleScripts,
+    content_hash,
+    lifecycle_bucket_name,
+)
 
 if TYPE_CHECKING:
     from hyperpod_cdk.cluster.accounting import SlurmAccountingDatabase
@@ -26,6 +31,7 @@ __all__ = [
     "LifecycleScripts",
     "SlurmAccountingDatabase",
     "content_hash",
+    "lifecycle_bucket_name",
 ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,58 @@ def content_hash(
     return digest.hexdigest()
 
 
+# HyperPod API reference, ClusterLifeCycleConfig.SourceS3Uri: "the path must start with
+# s3://sagemaker-" (and the managed AmazonSageMakerClusterInstanceRolePolicy reads sagemaker-*
+# buckets only); every AWS reference deployment names the bucket that way.
+LIFECYCLE_BUCKET_PREFIX = "sagemaker-"
+# S3 user guide, "General purpose bucket naming rules": 3-63 characters, lowercase letters,
+# digits, dots and hyphens, starting and ending with a letter or digit.
+MAX_BUCKET_NAME = 63
+_BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+# the longest region name the budget assumes when the region is only known at deploy time
+# (ap-southeast-7 and us-isob-east-1 have 14 characters)
+_MAX_REGION = 16
+_ACCOUNT_ID = 12
+_NAME_HASH = 6
+
+
+def lifecycle_bucket_name(name: str, account: str, region: str) -> str:
+    """``sagemaker-<name>-lifecycle-<account>-<region>``, at most 63 characters.
+
+    ``name`` is lowercased and cut to what fits, with ``-`` and 6 hex digits of its SHA-256
+    when cut (or when lowercasing changed it), so that two names never share a bucket name.
+    ``account`` and ``region`` may be deploy-time tokens (``Aws.ACCOUNT_ID``): an account id
+    has 12 digits, and an unknown region is counted as 16 characters.
+    """
+    region_length = _MAX_REGION if cdk.Token.is_unresolved(region) else len(region)
+    if cdk.Token.is_unresolved(name):
+        raise ValueError("the lifecycle bucket name needs a literal environment name")
+    fixed = len(f"{LIFECYCLE_BUCKET_PREFIX}-lifecycle--") + _ACCOUNT_ID + region_length
+    budget = MAX_BUCKET_NAME - fixed
+    readable = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")
+    if readable != name or len(readable) > budget:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:_NAME_HASH]
+        readable = f"{readable[: budget - _NAME_HASH - 1].rstrip('-')}-{digest}".lstrip("-")
+    return f"{LIFECYCLE_BUCKET_PREFIX}{readable}-lifecycle-{account}-{region}"
+
+
+def check_lifecycle_bucket_name(bucket_name: str) -> None:
+    """Raise ValueError unless a literal ``bucket_name`` is a valid S3 bucket name that starts
+    with ``sagemaker-`` (tokens are checked for the prefix only)."""
+    if not bucket_name.startswith(LIFECYCLE_BUCKET_PREFIX):
+        raise ValueError(
+            f"bucket_name {bucket_name!r}: HyperPod reads lifecycle scripts only from an S3 URI "
+            f"that starts with s3://{LIFECYCLE_BUCKET_PREFIX} (API reference, SourceS3Uri)"
+        )
+    if cdk.Token.is_unresolved(bucket_name):
+        return
+    if not _BUCKET_NAME.fullmatch(bucket_name) or ".." in bucket_name:
+        raise ValueError(
+            f"bucket_name {bucket_name!r} is not an S3 bucket name: 3-63 lowercase letters, "
+            "digits, dots and hyphens, starting and ending with a letter or digit"
+        )
+
+
 # Every upload goes under this prefix, one content-hashed folder per version of the scripts.
 # Nodes may read all of them: between the nodes stack's update and the cluster's, a node that
 # HyperPod replaces still boots from the previous folder.
@@ -71,6 +124,9 @@ class LifecycleScripts(Construct):
         log bucket of its own when not given.
     :param extra_files: more generated files written beside ``settings.json``,
         by file name (e.g. ``users.json``); none when not given.
+    :param bucket_name: the bucket's name; it must start with ``sagemaker-`` (HyperPod's
+        ``SourceS3Uri`` rule). Default: :func:`lifecycle_bucket_name` of the stack's name,
+        account and region.
     """
 
     def __init__(
@@ -82,8 +138,13 @@ class LifecycleScripts(Construct):
         settings: Mapping[str, Any],
         access_logs_bucket: s3.IBucket | None = None,
         extra_files: Mapping[str, str] | None = None,
+        bucket_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        stack = cdk.Stack.of(self)
+        if bucket_name is None:
+            bucket_name = lifecycle_bucket_name(stack.stack_name, stack.account, stack.region)
+        check_lifecycle_bucket_name(bucket_name)
         directory = Path(directory)
         if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
             raise ValueError(f"{directory} has no {LIFECYCLE_ENTRY_SCRIPT}")
@@ -105,10 +166,12 @@ class LifecycleScripts(Construct):
                 logged="lifecycle script bucket",
                 removal_policy=cdk.RemovalPolicy.DESTROY,
             )
+        self.bucket_name = bucket_name
         self.bucket = s3.Bucket(
             self,
             "Bucket",
             **secure_bucket_props(),  # type: ignore[arg-type]
+            bucket_name=bucket_name,
             versioned=True,
             removal_policy=cdk.RemovalPolicy.DESTROY,
             auto_delete_objects=True,
@@ -142,7 +205,9 @@ class LifecycleScripts(Construct):
             retain_on_delete=True,
             memory_limit=256,
         )
-        self.source_s3_uri = f"s3://{self.bucket.bucket_name}/{self.prefix}"
+        # the name itself (not a reference to the bucket): a consumer in another stack writes it
+        # in its own template
+        self.source_s3_uri = f"s3://{bucket_name}/{self.prefix}"
         self._acknowledge_upload_handler()
 
     def _acknowledge_upload_handler(self) -> None:
