@@ -85,8 +85,9 @@ TABLE: dict[tuple[str, str, str], Row] = {
     ("nodes", "AWS::SSM::Parameter", "Value"): Row(
         "lifecycle bucket name (ScriptsReady, set after the upload)",
         None,
-        "weak; the content-hashed prefix, which changes with every script or setting, is a "
-        "literal of the cluster's own template (test_stack_day2)",
+        "weak; read only as the cluster's wait for the upload (a tag): the bucket name (from "
+        "the config) and the content-hashed prefix, which changes with every script or setting, "
+        "are literals of the cluster's own template (test_stack_day2, test_stack_cluster)",
     ),
     ("nodes", "AWS::IAM::Role", "Ref"): Row(
         "execution (or autoscaling) role name",
