@@ -432,7 +432,8 @@ class ClusterStack(EnvironmentStack):
             cluster_name=config.cluster_name,
             execution_role_arn=role_arn_with_literal_path(self, role.role, config.iam.role_path),
             lifecycle=LifecycleRef(
-                lifecycle_source_uri(lifecycle.bucket_name, lifecycle.prefix), lifecycle.entry_script
+                lifecycle_source_uri(lifecycle.bucket_name, lifecycle.prefix),
+                lifecycle.entry_script,
             ),
             subnets=network.compute_subnets,
             main_az_id=config.network.availability_zone_id,

@@ -331,7 +331,9 @@ def test_cluster_boots_from_the_scripts_once_uploaded(shipped) -> None:
     prefix = shipped.stacks.lifecycle.scripts.prefix
     assert LIFECYCLE_PREFIX.match(prefix)
     config = shipped.config
-    bucket = f"sagemaker-{config.name}-lifecycle-{config.account or '${AWS::AccountId}'}-{config.region}"
+    bucket = (
+        f"sagemaker-{config.name}-lifecycle-{config.account or '${AWS::AccountId}'}-{config.region}"
+    )
     resource = cluster(shipped)
     for group in resource["InstanceGroups"]:
         uri = joined_text(group["LifeCycleConfig"]["SourceS3Uri"])

@@ -432,7 +432,8 @@ def test_library_default_bucket_name_comes_from_the_stack(tmp_path: Path) -> Non
 
     stack = cdk.Stack(
         new_app(outdir=str(tmp_path / "cdk.out")),
-        "Platform-Nodes", env=cdk.Environment(account="111122223333", region="us-east-1")
+        "Platform-Nodes",
+        env=cdk.Environment(account="111122223333", region="us-east-1"),
     )
     scripts = LifecycleScripts(
         stack, "Scripts", directory=PROJECT_ROOT / "lifecycle_assets", settings={}

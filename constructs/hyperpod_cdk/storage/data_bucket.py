@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -13,13 +12,6 @@ from constructs import Construct
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.nag import acknowledge
-
-# FSx for Lustre user guide, "Working with server-side encrypted Amazon S3 buckets": a data
-# repository association reads and writes an SSE-KMS bucket through this service-linked role
-# (one per file system, suffixed with its id).
-FSX_S3_ACCESS_ROLE = (
-    "aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
-)
 
 
 def secure_bucket_props() -> dict[str, object]:
@@ -89,8 +81,10 @@ class DataBucket(Construct):
     """A versioned, KMS-encrypted, TLS-only, private bucket with server access logs.
 
     The data repository associations link prefixes of this bucket into FSx; the
-    key policy lets the FSx service-linked roles of this account use the key
-    through S3 for this bucket only, as FSx requires for an SSE-KMS repository.
+    file system's FSx service-linked role may use the key once
+    :class:`DataRepositoryAssociations` has created them (its
+    :class:`FsxDataKeyPolicy` names the role in the key policy, through S3 of this
+    account only, as FSx requires for an SSE-KMS repository).
 
     The construct always creates the buckets and the key; to use an existing
     bucket, pass it (an ``s3.IBucket``) to :class:`DataRepositoryAssociations`
@@ -142,38 +136,9 @@ class DataBucket(Construct):
                 )
             ],
         )
-        self._let_fsx_use_the_key()
         acknowledge_controls(
             self.bucket,
             "S3BucketReplicationEnabled",
             "The bucket is versioned and retained; cross-region replication needs a destination "
             "bucket and region chosen by the data owner, so it is left to the account's data policy.",
-        )
-
-    def _let_fsx_use_the_key(self) -> None:
-        stack = cdk.Stack.of(self)
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="FsxDataRepositoryThroughS3",
-                principals=[iam.AccountPrincipal(stack.account)],
-                actions=[
-                    "kms:Decrypt",
-                    "kms:DescribeKey",
-                    "kms:Encrypt",
-                    "kms:GenerateDataKey*",
-                    "kms:ReEncrypt*",
-                ],
-                resources=["*"],
-                conditions={
-                    "ArnLike": {
-                        "aws:PrincipalArn": f"arn:{stack.partition}:iam::{stack.account}:role/"
-                        + FSX_S3_ACCESS_ROLE
-                    },
-                    # (the bucket ARN cannot be named here: the bucket refers to the key)
-                    "StringEquals": {
-                        "kms:CallerAccount": stack.account,
-                        "kms:ViaService": f"s3.{stack.region}.amazonaws.com",
-                    },
-                },
-            )
         )

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from hyperpod_cdk.config.models import DataRepositoryAssociation
+from hyperpod_cdk.storage.fsx_key_policy import FsxDataKeyPolicy
 
 
 def _logical_name(path: str) -> str:
@@ -30,6 +32,9 @@ class DataRepositoryAssociations(Construct):
     :param data_bucket: the bucket that ``s3_prefix`` entries point into (a
         :class:`DataBucket`'s or any existing ``s3.IBucket``); needed only when
         an association uses ``s3_prefix`` (``s3_uri`` entries name their bucket).
+        When it is encrypted with a KMS key of this app (a :class:`DataBucket`'s), an
+        :class:`FsxDataKeyPolicy` adds the file system's FSx S3 service-linked role to the key's
+        policy once the associations exist (:attr:`key_policy`).
     """
 
     def __init__(
@@ -43,6 +48,7 @@ class DataRepositoryAssociations(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.resources: list[fsx.CfnDataRepositoryAssociation] = []
+        self.key_policy: FsxDataKeyPolicy | None = None
         for dra in associations:
             if dra.s3_prefix is not None:
                 if data_bucket is None:
@@ -77,4 +83,13 @@ class DataRepositoryAssociations(Construct):
                     batch_import_meta_data_on_create=dra.import_metadata_on_create,
                     s3=s3_config,
                 )
+            )
+        key = data_bucket.encryption_key if data_bucket is not None else None
+        if isinstance(key, kms.Key) and any(d.s3_prefix is not None for d in associations):
+            self.key_policy = FsxDataKeyPolicy(
+                self,
+                "DataKeyPolicy",
+                key=key,
+                file_system_id=file_system_id,
+                depends_on=self.resources,
             )
