@@ -70,6 +70,9 @@ TABLE: dict[tuple[str, str, str], Row] = {
     ("network", "AWS::EC2::RouteTable", "Ref"): Row("route table id", None, _FIXED),
     ("network", "AWS::EC2::SecurityGroup", "GroupId"): Row("node security group id", None, _FIXED),
     ("network", "AWS::KMS::Key", "Arn"): Row("logs key ARN (retained)", None, _FIXED),
+    ("storage", "AWS::KMS::Key", "Arn"): Row(
+        "data key ARN (retained; the FSx role's key policy statement writes into it)", None, _FIXED
+    ),
     ("storage", "AWS::FSx::FileSystem", "Ref"): Row("file system id (retained)", None, _FIXED),
     ("storage", "AWS::FSx::FileSystem", "DNSName"): Row("file system DNS name", None, _FIXED),
     ("storage", "AWS::FSx::FileSystem", "LustreMountName"): Row("mount name", None, _FIXED),
