@@ -346,8 +346,13 @@ class LifecycleStack(EnvironmentStack):
             iam.Role.from_role_arn(self, f"ConfiguredRole{index}", arn, mutable=True)
             for index, arn in enumerate(dict.fromkeys(a for a in external if a))
         ]
+        volume_keys = self.execution_role.grant_volume_keys(
+            [g.ebs_kms_key_arn for g in cluster_cfg.instance_groups if g.ebs_kms_key_arn]
+        )
         for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
+            if volume_keys is not None:
+                volume_keys.attach_to_role(role)
         self.autoscaling_role: ClusterAutoScalingRole | None = None
         if cluster_cfg.auto_scaling and cluster_cfg.cluster_role_arn is None:
             self.autoscaling_role = ClusterAutoScalingRole(self, "AutoScalingRole")

@@ -526,6 +526,11 @@ SLURM_REJECTED = [
         {f"{G}[2].ebs_kms_key_arn": KMS_EAST}, f"{G}[2].ebs_kms_key_arn", "the key is in us-east-1"
     ),
     case(
+        {"cluster.node_provisioning_mode": None, f"{G}[2].ebs_kms_key_arn": KMS_WEST},
+        f"{G}[2].ebs_kms_key_arn",
+        "a customer managed EBS key needs cluster.node_provisioning_mode: Continuous",
+    ),
+    case(
         {f"{G}[2].training_plan_arn": PLAN.replace("us-west-2", "us-east-1")},
         f"{G}[2].training_plan_arn",
         "the plan is in us-east-1, the environment in us-west-2",

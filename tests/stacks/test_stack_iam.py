@@ -265,7 +265,7 @@ def policies_of_role_name(synth, role_name: str) -> dict[str, dict]:
     ids=["cluster-role", "group-role"],
 )
 def test_reused_execution_role_can_read_the_lifecycle_scripts(changes, build_variant) -> None:
-    # the lifecycle bucket is not a sagemaker-* bucket, which the managed policy would cover
+    # the role may be limited to other prefixes of sagemaker-* buckets: the app grants its own
     synth = build_variant(changes, base="minimal")
     statements = policies_of_role_name(synth, "hyperpod-nodes")
     assert statements["ReadLifecycleScripts"] == statements_of_role(synth)["ReadLifecycleScripts"]
@@ -276,3 +276,39 @@ def test_reused_execution_role_can_read_the_accounting_secret(build_variant) -> 
     # the nodes of the groups read the accounting secret as the role they run as
     synth = build_variant({"cluster.execution_role_arn": REUSED_ROLE}, base="full")
     assert "ReadAccountingSecret" in policies_of_role_name(synth, "hyperpod-nodes")
+
+
+# -- customer managed EBS keys (issue 15) --------------------------------------------------------
+
+EBS_KEY = "arn:aws:kms:us-west-2:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+EBS_ALIAS = "arn:aws:kms:us-west-2:111122223333:alias/hyperpod/volumes"
+
+
+def test_execution_role_may_create_grants_on_the_ebs_keys_only(build_variant) -> None:
+    """HyperPod creates a grant for the volumes with the execution role's permission (SageMaker
+    developer guide, customer managed KMS keys for HyperPod)."""
+    synth = build_variant(
+        {
+            "cluster.instance_groups[2].ebs_kms_key_arn": EBS_KEY,
+            "cluster.execution_role_arn": REUSED_ROLE,
+        },
+        base="full",
+    )
+    statement = statements_of_role(synth)["GrantsForNodeVolumes"]
+    assert sorted(as_list(statement["Action"])) == ["kms:CreateGrant", "kms:DescribeKey"]
+    assert as_list(statement["Resource"]) == [EBS_KEY]
+    assert policies_of_role_name(synth, "hyperpod-nodes")["GrantsForNodeVolumes"] == statement
+
+
+def test_an_ebs_key_alias_is_matched_by_the_keys_alias(build_variant) -> None:
+    synth = build_variant({"cluster.instance_groups[2].ebs_kms_key_arn": EBS_ALIAS}, base="full")
+    statement = statements_of_role(synth)["GrantsForNodeVolumesByAlias0"]
+    assert as_list(statement["Resource"]) == ["arn:aws:kms:us-west-2:111122223333:key/*"]
+    assert statement["Condition"] == {
+        "ForAnyValue:StringEquals": {"kms:ResourceAliases": "alias/hyperpod/volumes"}
+    }
+
+
+def test_no_key_grants_without_ebs_keys(build_variant) -> None:
+    synth = build_variant({"cluster.instance_groups[2].ebs_kms_key_arn": None}, base="full")
+    assert not [s for s in statements_of_role(synth) if s.startswith("GrantsForNodeVolumes")]

@@ -577,6 +577,10 @@ def _check_group(group: InstanceGroup, path: str, cluster: ClusterConfig, cfg: E
             out.error(f"{path}.min_count", need_continuous)
         if group.capacity_type == "spot":
             out.error(f"{path}.capacity_type", f"spot {need_continuous}")
+        if group.ebs_kms_key_arn:
+            # SageMaker developer guide, "Customer managed AWS KMS key encryption for SageMaker
+            # HyperPod": supported for clusters in continuous node provisioning mode only
+            out.error(f"{path}.ebs_kms_key_arn", f"a customer managed EBS key {need_continuous}")
     if group.min_count is not None and group.min_count > group.count:
         out.error(f"{path}.min_count", f"{group.min_count} is more than count ({group.count})")
     if group.deep_health_checks:

@@ -208,6 +208,48 @@ class ExecutionRole(Construct):
             )
         self.lifecycle_policy = policy
 
+    def grant_volume_keys(self, key_arns: Sequence[str]) -> iam.ManagedPolicy | None:
+        """Let HyperPod encrypt the nodes' EBS volumes with customer managed keys: the execution
+        role needs ``kms:CreateGrant`` (HyperPod creates a grant for the volumes whenever it adds
+        or patches nodes) and ``kms:DescribeKey`` on each key (SageMaker developer guide,
+        "Customer managed AWS KMS key encryption for SageMaker HyperPod"). An alias ARN is
+        matched through ``kms:ResourceAliases`` on this account's keys of its region. None when
+        no key is given."""
+        keys = sorted({k for k in key_arns if ":alias/" not in k})
+        aliases = sorted({k for k in key_arns if ":alias/" in k})
+        if not keys and not aliases:
+            return None
+        actions = ["kms:CreateGrant", "kms:DescribeKey"]
+        statements = []
+        if keys:
+            statements.append(
+                iam.PolicyStatement(sid="GrantsForNodeVolumes", actions=actions, resources=keys)
+            )
+        for index, alias in enumerate(aliases):
+            _, _, _, region, account, resource = alias.split(":", 5)
+            statements.append(
+                iam.PolicyStatement(
+                    sid=f"GrantsForNodeVolumesByAlias{index}",
+                    actions=actions,
+                    resources=[f"arn:{alias.split(':')[1]}:kms:{region}:{account}:key/*"],
+                    conditions={
+                        "ForAnyValue:StringEquals": {"kms:ResourceAliases": resource}
+                    },
+                )
+            )
+        policy = iam.ManagedPolicy(self, "VolumeKeys", statements=statements)
+        policy.attach_to_role(self.role)
+        for alias in aliases:
+            _, _, _, region, account, _ = alias.split(":", 5)
+            acknowledge(
+                policy,
+                f"AwsSolutions-IAM5[Resource::arn:{alias.split(':')[1]}:kms:{region}:{account}:key/*]",
+                "The config names the EBS key by alias: only keys that carry that alias "
+                "(kms:ResourceAliases), for creating the volume grant and describing the key.",
+            )
+        self.volume_keys_policy = policy
+        return policy
+
     def grant_secret_read(
         self, secret_arn: str, scope: Construct | None = None
     ) -> iam.ManagedPolicy:
