@@ -7,6 +7,8 @@ the API's output shape, so a wrong parameter or field name fails the test.
 
 from __future__ import annotations
 
+import json
+
 import datetime as dt
 from collections.abc import Collection
 from pathlib import Path
@@ -418,6 +420,63 @@ def engine_versions(aws: StubbedAws, offered: list[str]) -> None:
     )
 
 
+def ami_dates(aws: StubbedAws, created: dict[str, str]) -> None:
+    """DescribeImages of the groups' AMIs: image id -> CreationDate."""
+    aws.stub("ec2").add_response(
+        "describe_images",
+        {"Images": [{"ImageId": i, "CreationDate": d} for i, d in created.items()]},
+        {"ImageIds": sorted(created)},
+    )
+
+
+def key_policy(account: str = ACCOUNT, **statement: Any) -> dict[str, Any]:
+    """A key policy: the account root may do everything (the default), or ``statement``."""
+    default = {
+        "Sid": "Enable IAM User Permissions",
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{account}:root"},
+        "Action": "kms:*",
+        "Resource": "*",
+    }
+    return {"Version": "2012-10-17", "Statement": [statement or default]}
+
+
+def ebs_key(aws: StubbedAws, key: str, *, account: str = ACCOUNT, state: str = "Enabled",
+            spec: str = "SYMMETRIC_DEFAULT", policy: dict[str, Any] | None = None,
+            readable: bool = True) -> None:  # fmt: skip
+    """DescribeKey and GetKeyPolicy of a customer managed EBS key (``readable=False``: the
+    policy read is denied, as for another account's key)."""
+    aws.stub("kms").add_response(
+        "describe_key",
+        {
+            "KeyMetadata": {
+                "KeyId": key.rsplit("/", 1)[-1],
+                "Arn": key,
+                "AWSAccountId": account,
+                "KeyState": state,
+                "KeySpec": spec,
+                "KeyUsage": "ENCRYPT_DECRYPT",
+            }
+        },
+        {"KeyId": key},
+    )
+    if state != "Enabled" or spec != "SYMMETRIC_DEFAULT":
+        return
+    if not readable:
+        aws.error(
+            "kms",
+            "get_key_policy",
+            "AccessDeniedException",
+            {"KeyId": key, "PolicyName": "default"},
+        )
+        return
+    aws.stub("kms").add_response(
+        "get_key_policy",
+        {"Policy": json.dumps(policy or key_policy(account)), "PolicyName": "default"},
+        {"KeyId": key, "PolicyName": "default"},
+    )
+
+
 def healthy_account(
     aws: StubbedAws,
     config: EnvironmentConfig,
@@ -511,6 +570,15 @@ def healthy_account(
         agent_image(aws, config)
     if config.is_slurm and config.cluster.slurm_settings.accounting_database:
         engine_versions(aws, [facts.ACCOUNTING_MYSQL_VERSION])
+        cluster_absent(aws, config.cluster_name)
+        images = sorted({g.image_id for g in config.cluster.instance_groups if g.image_id})
+        if images:
+            ami_dates(aws, dict.fromkeys(images, "2026-10-01T00:00:00.000Z"))
+    for key in dict.fromkeys(g.ebs_kms_key_arn for g in config.cluster.instance_groups):
+        if key:
+            ebs_key(aws, key, account=account)
+    if config.is_slurm:
+        cluster_absent(aws, config.cluster_name)
     cluster_absent(aws, config.cluster_name)
     if "bootstrap" not in leave_out:
         bootstrap(aws, "30")

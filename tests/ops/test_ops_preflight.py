@@ -63,6 +63,9 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "shared cluster",
         "health agent image",
         "accounting database engine",
+        "accounting database AMI",
+        "ebs keys",
+        "slurm partitions",
         "cluster name shared-vpc",
         "cdk bootstrap",
     ]

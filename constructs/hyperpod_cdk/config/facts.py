@@ -170,3 +170,7 @@ def is_accelerated(instance_type: str) -> bool:
 # offers it (rds:DescribeDBEngineVersions).
 ACCOUNTING_MYSQL_MAJOR_VERSION = "8.4"
 ACCOUNTING_MYSQL_VERSION = "8.4.9"
+# An external accounting database needs a HyperPod AMI released after this date (issue 15, from
+# the AWS doc "Using an external accounting database with SageMaker HyperPod Slurm clusters",
+# read 2026-11-23); `make preflight` compares each group's AMI (ec2:DescribeImages).
+ACCOUNTING_MIN_AMI_DATE = "2026-08-30"

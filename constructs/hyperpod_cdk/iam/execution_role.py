@@ -232,9 +232,7 @@ class ExecutionRole(Construct):
                     sid=f"GrantsForNodeVolumesByAlias{index}",
                     actions=actions,
                     resources=[f"arn:{alias.split(':')[1]}:kms:{region}:{account}:key/*"],
-                    conditions={
-                        "ForAnyValue:StringEquals": {"kms:ResourceAliases": resource}
-                    },
+                    conditions={"ForAnyValue:StringEquals": {"kms:ResourceAliases": resource}},
                 )
             )
         policy = iam.ManagedPolicy(self, "VolumeKeys", statements=statements)

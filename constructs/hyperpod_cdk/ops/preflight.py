@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.ops import accounting, adopted, capacity, deploy_target, shared_cluster
+from hyperpod_cdk.ops import (
+    accounting,
+    adopted,
+    capacity,
+    deploy_target,
+    instance_groups,
+    shared_cluster,
+)
 from hyperpod_cdk.ops.addons import check_addon_versions
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
@@ -89,6 +96,19 @@ def _steps(
             "accounting database engine",
             ("rds",),
             lambda: accounting.check_engine_version(config, clients("rds")),
+        ),
+        Step(
+            "accounting database AMI",
+            ("ec2", "sagemaker"),
+            lambda: instance_groups.check_accounting_ami(
+                config, clients("ec2"), clients("sagemaker")
+            ),
+        ),
+        Step("ebs keys", ("kms",), lambda: instance_groups.check_ebs_keys(config, clients("kms"))),
+        Step(
+            "slurm partitions",
+            ("sagemaker",),
+            lambda: instance_groups.check_partitions(config, clients("sagemaker")),
         ),
         Step(
             "cluster name",
