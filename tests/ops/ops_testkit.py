@@ -7,9 +7,8 @@ the API's output shape, so a wrong parameter or field name fails the test.
 
 from __future__ import annotations
 
-import json
-
 import datetime as dt
+import json
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
