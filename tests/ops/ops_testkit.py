@@ -60,12 +60,18 @@ class StubbedAws:
         )
         self.clients: dict[str, Any] = {}
         self.stubbers: dict[str, Stubber] = {}
+        self.called: set[str] = set()  # "<signing name>:<Operation>" of every call made
 
     def __call__(self, service: str) -> Any:
         if service not in self.clients:
             client = self._session.client(service)
             stubber = Stubber(client)
             stubber.activate()
+            signing = client.meta.service_model.signing_name
+            client.meta.events.register(
+                "before-call.*.*",
+                lambda model, **_: self.called.add(f"{signing}:{model.name}"),
+            )
             self.clients[service] = client
             self.stubbers[service] = stubber
         return self.clients[service]

@@ -42,6 +42,10 @@ def test_every_shipped_config_passes_against_a_healthy_account(
     assert out[-1].startswith(f"preflight of {config.name} in us-west-2: ")
     assert " 0 failed" in out[-1]
     assert all(line.split()[0] in ("PASS", "SKIP") for line in out[:-1])
+    from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
+
+    assert "sts:GetCallerIdentity" in aws.called
+    assert aws.called <= set(READ_ONLY_ACTIONS), "the README's action list misses a call"
 
 
 def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
@@ -229,6 +233,7 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         "fsx": "fsx",
         "eks": "eks",
         "ecr": "ecr",
+        "kms": "kms",
         "rds": "rds",
         "cloudformation": "cloudformation",
         "ssm": "ssm",
