@@ -68,8 +68,8 @@ class StubbedAws:
             stubber = Stubber(client)
             stubber.activate()
             signing = client.meta.service_model.signing_name
-            client.meta.events.register(
-                "before-call.*.*",
+            client.meta.events.register_first(
+                "before-parameter-build.*.*",
                 lambda model, **_: self.called.add(f"{signing}:{model.name}"),
             )
             self.clients[service] = client
