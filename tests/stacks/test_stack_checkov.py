@@ -84,6 +84,52 @@ def test_checkov_finds_no_failed_check(shipped, checkov: CheckovRun) -> None:
         assert len(finding.comment) >= MIN_COMMENT_LENGTH, finding
 
 
+# -- every choice the acknowledgments follow (issue 16) ----------------------------------------
+
+# Each variant flips the config choices that cdk-nag acknowledgments depend on, away from the
+# shipped configs' values: checkov's matching findings must follow the config the same way.
+FLIPPED_CHOICES = {
+    "slurm-choices": (
+        "full",
+        {
+            "cluster.slurm.accounting_multi_az": False,  # RDS Multi-AZ
+            "storage.fsx.removal_policy": "destroy",  # with -c destroy_data=true: no protection
+            "network.flow_logs": False,  # VPC flow logs
+        },
+        {"destroy_data": "true"},
+    ),
+    "eks-choices": (
+        "eks-full",
+        {
+            "eks.endpoint_access": "public_and_private",  # a public API endpoint
+            "eks.public_access_cidrs": ["203.0.113.0/24"],
+            "eks.logging": ["api", "audit"],  # not every control-plane log type
+        },
+        None,
+    ),
+    # no shipped config has a closed network (no NAT, interface endpoints only)
+    "slurm-closed-network": ("default", {"network.closed_network": True}, None),
+    "eks-closed-network": (
+        "eks-minimal",
+        {
+            "network.closed_network": True,
+            "eks.image_registry": "111122223333.dkr.ecr.us-west-2.amazonaws.com/mirror",
+            "storage.fsx.removal_policy": "destroy",
+        },
+        {"destroy_data": "true"},
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(FLIPPED_CHOICES))
+def test_checkov_follows_the_config_choices(variant: str, build_variant, checkov) -> None:
+    base, changes, context = FLIPPED_CHOICES[variant]
+    synth = build_variant(changes, base=base, context=context)  # cdk-nag clean, or it raises
+    report = checkov(synth.outdir)
+    assert report.parsing_errors == []
+    assert [str(f) for f in sorted(report.failed, key=str)] == []
+
+
 def test_every_checkov_skip_in_the_templates_has_a_reason(shipped) -> None:
     for stack, template in shipped.templates.items():
         assert not INLINE_SUPPRESSION.search(json.dumps(template)), stack

@@ -200,6 +200,9 @@ class SlurmAccountingDatabase(Construct):
             )
             acknowledge(self.instance, "AwsSolutions-RDS3", reason)
             acknowledge_controls(self.instance, "RDSMultiAZSupport", reason)
+            skip_check(
+                cast(cdk.CfnResource, self.instance.node.default_child), "CKV_AWS_157", reason
+            )
         if removal_policy == cdk.RemovalPolicy.DESTROY:
             acknowledge(
                 self.instance,
