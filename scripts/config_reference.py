@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Print the config reference of README.md, generated from the pydantic config models.
+"""Print the config reference of docs/configuration.md, generated from the pydantic config models.
 
     python scripts/config_reference.py           # print the Markdown reference
-    python scripts/config_reference.py --write   # rewrite the block between the markers in README.md
-    python scripts/config_reference.py --check   # exit 1 when README.md's block is out of date
+    python scripts/config_reference.py --write   # rewrite the block between the markers in docs/configuration.md
+    python scripts/config_reference.py --check   # exit 1 when the block in docs/configuration.md is out of date
 
 One table per section of the environment file (and of a pipeline file), with
 key, type or allowed values, default and description. The descriptions come
@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+REFERENCE = ROOT / "docs" / "configuration.md"
 START = "<!-- config-reference:start -->"
 END = "<!-- config-reference:end -->"
 
@@ -371,17 +371,17 @@ def render() -> str:
     return "\n\n".join(parts)
 
 
-# -- README block --------------------------------------------------------------
+# -- the block in docs/configuration.md --------------------------------------------------------------
 
 
 def with_block(readme: str, text: str) -> str:
-    """``readme`` with the text between the markers replaced by ``text``."""
+    """``readme`` (the page) with the text between the markers replaced by ``text``."""
     if (
         readme.count(START) != 1
         or readme.count(END) != 1
         or readme.index(START) > readme.index(END)
     ):
-        raise SystemExit(f"README.md needs exactly one {START} ... {END} block")
+        raise SystemExit(f"docs/configuration.md needs exactly one {START} ... {END} block")
     head, rest = readme.split(START)
     _, tail = rest.split(END)
     return f"{head}{START}\n{text}\n{END}{tail}"
@@ -395,17 +395,17 @@ def main(argv: list[str]) -> int:
     if not argv:
         print(text)
         return 0
-    current = README.read_text(encoding="utf-8")
+    current = REFERENCE.read_text(encoding="utf-8")
     updated = with_block(current, text)
     if argv == ["--check"]:
         if updated != current:
-            print("README.md: the config reference is out of date; run: python scripts/config_reference.py --write",
+            print("docs/configuration.md: the config reference is out of date; run: python scripts/config_reference.py --write",
                   file=sys.stderr)  # fmt: skip
             return 1
         return 0
     if updated != current:
-        README.write_text(updated, encoding="utf-8")
-        print("README.md: config reference rewritten")
+        REFERENCE.write_text(updated, encoding="utf-8")
+        print("docs/configuration.md: config reference rewritten")
     return 0
 
 

@@ -45,7 +45,7 @@ def test_every_shipped_config_passes_against_a_healthy_account(
     from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
 
     assert "sts:GetCallerIdentity" in aws.called
-    assert aws.called <= set(READ_ONLY_ACTIONS), "the README's action list misses a call"
+    assert aws.called <= set(READ_ONLY_ACTIONS), "the action list of docs/operations.md misses a call"
 
 
 def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
@@ -123,7 +123,7 @@ def test_access_denied_fails_that_check_names_the_api_and_the_rest_runs(aws: Stu
     check = checks["quotas"]
     assert check.outcome == "fail"
     assert check.detail.startswith("servicequotas:ListServiceQuotas returned AccessDeniedException")
-    assert check.fix and "README" in check.fix
+    assert check.fix and "docs/operations.md" in check.fix
     assert checks["cdk bootstrap"].outcome == "pass"
 
 
@@ -246,12 +246,12 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         assert operation.startswith(("Describe", "List", "Get", "BatchGet")), action
 
 
-def test_the_readme_lists_every_action_the_commands_call() -> None:
+def test_the_docs_list_every_action_the_commands_call() -> None:
     import re
 
     from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
 
-    readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (PROJECT_ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     start = readme.index("The caller needs these read-only")
     listed = re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", readme[start : readme.index("\n\n", start)])
     assert sorted(listed) == sorted(READ_ONLY_ACTIONS)

@@ -139,7 +139,7 @@ def _aws_failure(
     """A check stopped by an AWS error: the API and the error, and what to do."""
     detail = describe_error(exc, [clients(service) for service in services])
     if error_code(exc) in _ACCESS_DENIED:
-        fix = "allow the caller the read-only actions listed in README (Preflight), then rerun"
+        fix = "allow the caller the read-only actions listed in docs/operations.md (Preflight), then rerun"
     else:
         fix = "rerun; if it persists, check the AWS Health Dashboard for the region"
     return failed(name, detail, fix)
