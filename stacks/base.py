@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_ssm as ssm
-from constructs import Construct
+from constructs import Construct, IValidation
 
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.models import IamConfig
@@ -51,6 +52,36 @@ def apply_account_settings(
         cdk.Aspects.of(stack).add(RolePath(iam_config.role_path))
 
 
+# aws-cdk-lib writes the outputs its weak cross-stack references read (Fn::GetStackOutput) under
+# this construct of the producing stack, as PublishOutput<hash>, without a description
+_PUBLISHED_OUTPUTS = "Publish"
+PUBLISHED_OUTPUT_DESCRIPTION = (
+    "Plumbing: read by another stack of this environment (a cross-stack reference through "
+    "Fn::GetStackOutput), not an output for people"
+)
+
+
+@jsii.implements(IValidation)
+class _DescribePublishedOutputs:
+    """Gives the outputs of the weak references a description, so that ``cdk deploy`` shows
+    them as plumbing beside the real outputs.
+
+    aws-cdk-lib creates them while it prepares the app for synthesis, after every aspect has
+    run; validation runs after that and before the templates are written, so this is the one
+    hook that still sees them. It changes only their description and reports no problem.
+    """
+
+    def __init__(self, stack: cdk.Stack) -> None:
+        self._stack = stack
+
+    def validate(self) -> list[str]:
+        scope = self._stack.node.try_find_child(_PUBLISHED_OUTPUTS)
+        for child in scope.node.children if scope is not None else ():
+            if isinstance(child, cdk.CfnOutput) and not child.description:
+                child.description = PUBLISHED_OUTPUT_DESCRIPTION
+        return []
+
+
 class EnvironmentStack(cdk.Stack):
     """A stack of the environment: tags, role path and permissions boundary applied."""
 
@@ -59,6 +90,7 @@ class EnvironmentStack(cdk.Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
+        self.node.add_validation(_DescribePublishedOutputs(self))
         apply_account_settings(
             self, {"hyperpod-environment": config.name, **config.tags}, config.iam
         )

@@ -79,3 +79,15 @@ def test_accounting_database_outputs(synthesized) -> None:
         "SlurmAccountingDatabase", "Endpoint.Address"
     )
     assert "AccountingSecretArn" in outputs
+
+
+def test_every_output_says_what_it_is(shipped) -> None:
+    """What ``cdk deploy`` prints (issue 17): every output has a description, and the outputs
+    aws-cdk-lib adds for weak cross-stack references say they are plumbing."""
+    from stacks.base import PUBLISHED_OUTPUT_DESCRIPTION
+
+    for stack, template in shipped.templates.items():
+        for name, output in template.get("Outputs", {}).items():
+            assert output.get("Description"), (stack, name)
+            plumbing = name.startswith("PublishOutput")
+            assert (output["Description"] == PUBLISHED_OUTPUT_DESCRIPTION) == plumbing, (stack, name)
