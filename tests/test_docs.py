@@ -269,7 +269,9 @@ def test_stack_outputs_are_documented() -> None:
     outputs = set(re.findall(r"\boutput\(\s*self,\s*\"([A-Za-z0-9]+)\"", source))
     assert outputs, "no outputs found in stacks/*.py"
     undocumented = sorted(o for o in outputs if f"`{o}`" not in page)
-    assert not undocumented, f"stack outputs missing from docs/architecture.md (pipelines.md): {undocumented}"
+    assert not undocumented, (
+        f"stack outputs missing from docs/architecture.md (pipelines.md): {undocumented}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -282,6 +284,12 @@ def _snippets(page: str) -> list[str]:
     blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
     assert blocks, "no python blocks between the library-snippet markers"
     return blocks
+
+
+def test_first_snippet_is_the_one_the_wheel_test_runs(library_page: str) -> None:
+    """tests/library/test_wheel.py runs this file from the installed wheel in an empty folder."""
+    wheel_snippet = ROOT / "tests" / "library" / "readme_library_snippet.py"
+    assert _snippets(library_page)[0] == wheel_snippet.read_text(encoding="utf-8")
 
 
 def test_snippets_import_exported_names(library_page: str) -> None:

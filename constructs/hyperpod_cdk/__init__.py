@@ -14,6 +14,14 @@ Everything listed in ``__all__`` can be imported from here::
 Names are imported on first use, so the config models and the loader
 (``hyperpod_cdk.EnvironmentConfig``, ``hyperpod_cdk.load_environment``) load
 without starting the CDK's JavaScript runtime.
+
+The constructs need some of the CDK's feature flags; outside a ``cdk.json`` that
+sets them, create the App with them::
+
+    app = cdk.App(context=hyperpod_cdk.recommended_context())
+
+The EKS constructs need the kubectl Lambda layers of the ``eks`` extra
+(``pip install 'hyperpod-cdk[eks]'``); the Slurm ones do not.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ _EXPORTS = {
     # log encryption
     "EncryptLogGroups": "hyperpod_cdk.log_encryption",
     "LogsKey": "hyperpod_cdk.log_encryption",
+    # the CDK feature flags the constructs are tested with
+    "recommended_context": "hyperpod_cdk.context",
     # compliance
     "HyperPodChecks": "hyperpod_cdk.checks",
     "acknowledge": "hyperpod_cdk.nag",
@@ -136,6 +146,7 @@ __all__ = [
     "load_config",
     "load_environment",
     "parse",
+    "recommended_context",
     "register_compliance_packs",
     "validate",
     "validate_file",
@@ -179,6 +190,7 @@ if TYPE_CHECKING:
     )
     from hyperpod_cdk.config.models import EksAddons, EksDependencies
     from hyperpod_cdk.config.node_setup import NodeSetup
+    from hyperpod_cdk.context import recommended_context
     from hyperpod_cdk.eks.addons import HyperPodEksAddons
     from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster
     from hyperpod_cdk.eks.dependencies import HyperPodDependencies

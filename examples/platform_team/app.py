@@ -13,12 +13,12 @@ its own lifecycle script, its own aspect, and the library's constructs composed 
 
 The settings are typed config models of the library, validated with its rules before any
 construct is made. Run it with ``cdk synth`` (cdk.json: ``python app.py``) or ``python app.py``;
-neither needs AWS credentials.
+neither needs AWS credentials. The App gets the CDK feature flags the library needs from
+``hyperpod_cdk.recommended_context()``.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,6 +53,7 @@ from hyperpod_cdk import (
     StorageConfig,
     acknowledge,
     check_environment,
+    recommended_context,
     register_compliance_packs,
 )
 
@@ -253,17 +254,12 @@ class PlatformHyperPodStack(cdk.Stack):
         cdk.CfnOutput(self, "DataBucketName", value=data.bucket.bucket_name)
 
 
-def feature_flags() -> dict[str, Any]:
-    """The context of cdk.json beside this file (the current feature flags), so that
-    ``python app.py`` synthesizes as ``cdk synth`` does; the CLI's context still wins."""
-    cdk_json = json.loads((HERE / "cdk.json").read_text(encoding="utf-8"))
-    context: dict[str, Any] = cdk_json["context"]
-    return context
-
-
 def build_app(environment: EnvironmentConfig, outdir: str | None = None) -> cdk.App:
-    """The App: both stacks, the platform's aspects and tags, and the compliance packs."""
-    app = cdk.App(context=feature_flags(), outdir=outdir)
+    """The App: both stacks, the platform's aspects and tags, and the compliance packs.
+
+    Its context is the library's feature flags, so that ``python app.py`` and ``cdk synth``
+    (whose cdk.json names none) synthesize alike; context from the CLI (``-c``) still wins."""
+    app = cdk.App(context=recommended_context(), outdir=outdir)
     env = cdk.Environment(account=environment.account, region=environment.region)
     network = PlatformNetworkStack(
         app, f"{PREFIX}-network", env=env, description="ML platform: VPC and node security group"

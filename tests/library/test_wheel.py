@@ -1,13 +1,17 @@
-"""The construct library as a platform team gets it (issue 6, acceptance 2): a wheel built from
-constructs/, installed with its dependencies into a fresh virtual environment, imported, used
-by examples/platform_team/app.py to synthesize a HyperPod cluster, and type-checked by mypy.
+"""The construct library as a platform team gets it (issue 6, acceptance 2; issue 17, the library
+from pip): a wheel built from constructs/, installed with its dependencies into a fresh virtual
+environment, imported, used by examples/platform_team/app.py to synthesize a HyperPod cluster,
+and type-checked by mypy. In that environment (no `eks` extra) the library example of the docs
+(readme_library_snippet.py) synthesizes a Slurm cluster in an empty directory, with neither a
+cdk.json nor the repository's lifecycle scripts at hand, and an EKS construct says which extra
+it needs; in a second one, with the `eks` extra, eks_library_example.py synthesizes.
 
 Slow by nature: building the wheel, creating the venv and installing aws-cdk-lib and its
 dependencies (pinned by constraints.txt, from PyPI or pip's cache) take most of a minute. It
-is done once per test run: with pytest-xdist the workers share one wheel and one venv (a file
-lock decides which worker makes them; the others wait). Nothing here is skipped: without
-network access to PyPI (or a warm pip cache), or without the pinned CDK CLI
-(``make bootstrap``), the tests fail and say why.
+is done once per test run: with pytest-xdist the workers share one wheel and one venv per set
+of extras (a file lock decides which worker makes each; the others wait, and two workers make
+the two venvs at once). Nothing here is skipped: without network access to PyPI (or a warm pip
+cache), or without the pinned CDK CLI (``make bootstrap``), the tests fail and say why.
 
 The example runs from a copy outside the repository, with a scrubbed environment, so nothing
 of the work tree can be imported by accident; a test checks that none was.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -35,6 +40,15 @@ from library_testkit import EXAMPLE, ROOT, resource_types, templates
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 PYPROJECT = ROOT / "constructs" / "pyproject.toml"
+# the repository's lifecycle scripts, package data of the library through a symlink
+LIFECYCLE_ASSETS = ROOT / "lifecycle_assets"
+HERE = Path(__file__).resolve().parent
+# the docs' first library example, as the docs must show it (a Slurm cluster, no EKS)
+README_SNIPPET = HERE / "readme_library_snippet.py"
+# the smallest EKS use of the library: it needs the `eks` extra
+EKS_EXAMPLE = HERE / "eks_library_example.py"
+EKS_EXTRA_INSTALL = "pip install 'hyperpod-cdk[eks]'"
+KUBECTL_LAYERS = [f"aws-cdk.lambda-layer-kubectl-v{minor}" for minor in range(30, 36)]
 CONSTRAINTS = ROOT / "constraints.txt"
 NODE_BIN = ROOT / "node_modules" / ".bin"
 _NOT_SOURCE = shutil.ignore_patterns(
@@ -61,18 +75,22 @@ with open(sys.argv[1], "w") as out:
 
 # Imports every public name of the installed package and reports where it lives.
 IMPORT_CHECK = """\
-import importlib.metadata, importlib.resources, importlib.util, json, sys
+import importlib.metadata, importlib.resources, importlib.util, json, os, sys
 import hyperpod_cdk
 import hyperpod_cdk.ops.preflight, hyperpod_cdk.ops.status  # boto3 is imported on use only
 missing = [n for n in hyperpod_cdk.__all__ if getattr(hyperpod_cdk, n, None) is None]
 files = importlib.resources.files("hyperpod_cdk")
+entrypoint = files / "lifecycle_assets" / "entrypoint.sh"
+layers = [f"aws_cdk.lambda_layer_kubectl_v{minor}" for minor in range(30, 36)]
 print(json.dumps({
     "file": hyperpod_cdk.__file__,
     "version": importlib.metadata.version("hyperpod-cdk"),
     "missing": missing,
     "py_typed": (files / "py.typed").is_file(),
     "handler": (files / "network" / "restrict_default_sg" / "index.js").is_file(),
+    "entrypoint_executable": entrypoint.is_file() and os.access(str(entrypoint), os.X_OK),
     "boto3": importlib.util.find_spec("boto3") is not None,
+    "kubectl_layers": [name for name in layers if importlib.util.find_spec(name) is not None],
 }))
 """
 
@@ -162,36 +180,66 @@ def _once(directory: Path, make: Callable[[Path], None]) -> None:
         (directory / ".done").write_text("")
 
 
-def _install(directory: Path) -> None:
-    seconds: dict[str, float] = {}
+def _build_wheel(directory: Path) -> None:
+    """The wheel, built from a clean copy of constructs/ (no stale egg-info or caches of the
+    work tree, no build/ left in it) that keeps the repository's layout: the symlink of the
+    lifecycle scripts stays a symlink, to a copy of lifecycle_assets/ beside it, as in a
+    checkout that runs ``pip wheel ./constructs``."""
     start = time.monotonic()
-    # build from a clean copy: no stale egg-info or caches of the work tree, no build/ left in it
     source = directory / "src"
-    shutil.copytree(ROOT / "constructs", source, ignore=_NOT_SOURCE)
+    shutil.copytree(ROOT / "constructs", source / "constructs", ignore=_NOT_SOURCE, symlinks=True)
+    shutil.copytree(LIFECYCLE_ASSETS, source / "lifecycle_assets", ignore=_NOT_SOURCE)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
-          "-q", str(source), "-w", str(directory / "dist")], timeout=300)  # fmt: skip
-    seconds["wheel"] = time.monotonic() - start
+          "-q", str(source / "constructs"), "-w", str(directory / "dist")], timeout=300)  # fmt: skip
+    (directory / "seconds.json").write_text(json.dumps({"wheel": time.monotonic() - start}))
+
+
+def _venv_with(directory: Path, requirements: list[str]) -> None:
+    """A fresh venv in ``directory / "venv"`` with ``requirements`` installed: the dependencies
+    come from PyPI (or pip's cache) at the versions constraints.txt pins."""
+    seconds: dict[str, float] = {}
     start = time.monotonic()
     _run([sys.executable, "-m", "venv", str(directory / "venv")], timeout=120)
     seconds["venv"] = time.monotonic() - start
     start = time.monotonic()
-    (wheel,) = (directory / "dist").glob("*.whl")
-    # the dependencies come from PyPI (or pip's cache) at the pinned versions; the example's
-    # requirements file must accept this wheel; mypy (pinned too) is for the typing test
     _run([str(directory / "venv" / "bin" / "python"), "-m", "pip", "install",
-          "--disable-pip-version-check", "--no-input", "-q", "-c", str(CONSTRAINTS), str(wheel),
-          "-r", str(EXAMPLE / "requirements.txt"), "mypy"], timeout=900)  # fmt: skip
+          "--disable-pip-version-check", "--no-input", "-q", "-c", str(CONSTRAINTS),
+          *requirements], timeout=900)  # fmt: skip
     seconds["install"] = time.monotonic() - start
     (directory / "seconds.json").write_text(json.dumps(seconds))
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = _shared(tmp_path_factory, "hyperpod-wheel")
-    _once(directory, _install)
-    (wheel,) = (directory / "dist").glob("*.whl")
-    seconds = json.loads((directory / "seconds.json").read_text())
+    _once(directory, _build_wheel)
+    (built,) = (directory / "dist").glob("*.whl")
+    return built
+
+
+def _installed(
+    tmp_path_factory: pytest.TempPathFactory, name: str, wheel: Path, requirements: list[str]
+) -> Installed:
+    """A venv of this test run (made once, shared by the workers) with ``requirements``."""
+    directory = _shared(tmp_path_factory, name)
+    _once(directory, lambda d: _venv_with(d, requirements))
+    seconds = json.loads((wheel.parent.parent / "seconds.json").read_text())
+    seconds.update(json.loads((directory / "seconds.json").read_text()))
     return Installed(wheel, directory / "venv", seconds)
+
+
+@pytest.fixture(scope="session")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel without extras; the example's requirements file must accept it; mypy (pinned
+    too) is for the typing test."""
+    requirements = [str(wheel), "-r", str(EXAMPLE / "requirements.txt"), "mypy"]
+    return _installed(tmp_path_factory, "hyperpod-venv", wheel, requirements)
+
+
+@pytest.fixture(scope="session")
+def installed_eks(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    """The wheel with its `eks` extra, in a venv of its own (the other one must lack it)."""
+    return _installed(tmp_path_factory, "hyperpod-venv-eks", wheel, [f"{wheel}[eks]"])
 
 
 def _example_copy(destination: Path) -> Path:
@@ -230,37 +278,85 @@ def _is_under(path: str | Path, root: Path) -> bool:
 # -- the wheel --------------------------------------------------------------------------------
 
 
-def test_the_wheel_holds_every_file_of_the_package(installed: Installed) -> None:
-    """Modules and data alike: py.typed, the custom-resource handler, anything added later."""
-    source = {
-        path.relative_to(PACKAGE.parent).as_posix()
-        for path in PACKAGE.rglob("*")
+def _package_files() -> dict[str, Path]:
+    """Every file of the package in the work tree, by its name in the wheel; through the
+    symlink of the lifecycle scripts too (``Path.rglob`` would not follow it)."""
+    files = {}
+    for folder, directories, names in os.walk(PACKAGE, followlinks=True):
+        directories[:] = [d for d in directories if d != "__pycache__"]
+        for name in names:
+            if not name.endswith(".pyc"):
+                path = Path(folder) / name
+                files[path.relative_to(PACKAGE.parent).as_posix()] = path
+    return files
+
+
+def _executable(mode: int) -> bool:
+    return bool(mode & 0o111)
+
+
+def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
+    """Modules and data alike: py.typed, the custom-resource handler, the lifecycle scripts,
+    anything added later; each with its executable bit (pip sets it from the wheel)."""
+    source = _package_files()
+    with zipfile.ZipFile(wheel) as archive:
+        packaged = {
+            i.filename: i.external_attr >> 16
+            for i in archive.infolist()
+            if i.filename.startswith("hyperpod_cdk/")
+        }
+    expected = {
+        "py.typed",
+        "network/restrict_default_sg/index.js",
+        "lifecycle_assets/entrypoint.sh",
+    }
+    assert {f"hyperpod_cdk/{name}" for name in expected} <= set(source)
+    assert set(packaged) == set(source)
+    modes = {name: _executable(path.stat().st_mode) for name, path in source.items()}
+    assert {name: _executable(mode) for name, mode in packaged.items()} == modes
+
+
+def test_the_wheel_holds_the_repository_lifecycle_scripts(wheel: Path) -> None:
+    """Every file of lifecycle_assets/ is package data, under hyperpod_cdk/lifecycle_assets/,
+    byte for byte, and entrypoint.sh is executable there."""
+    scripts = {
+        path.relative_to(LIFECYCLE_ASSETS).as_posix(): path
+        for path in LIFECYCLE_ASSETS.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
     }
-    with zipfile.ZipFile(installed.wheel) as wheel:
-        packaged = {n for n in wheel.namelist() if n.startswith("hyperpod_cdk/")}
-    assert {"hyperpod_cdk/py.typed", "hyperpod_cdk/network/restrict_default_sg/index.js"} <= source
-    assert packaged == source
+    assert "entrypoint.sh" in scripts and len(scripts) > 1
+    with zipfile.ZipFile(wheel) as archive:
+        for name, path in scripts.items():
+            info = archive.getinfo(f"hyperpod_cdk/lifecycle_assets/{name}")
+            assert archive.read(info) == path.read_bytes(), name
+        entrypoint = archive.getinfo("hyperpod_cdk/lifecycle_assets/entrypoint.sh")
+    assert _executable(entrypoint.external_attr >> 16)
 
 
-def test_the_wheel_metadata(installed: Installed) -> None:
+def _requirement_name(requirement: str) -> str:
+    return requirement.split(";")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower()
+
+
+def test_the_wheel_metadata(wheel: Path) -> None:
     project = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]
-    with zipfile.ZipFile(installed.wheel) as wheel:
-        name = next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
-        metadata = Parser().parsestr(wheel.read(name).decode())
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = Parser().parsestr(archive.read(name).decode())
     assert metadata["Name"] == "hyperpod-cdk"
     assert metadata["Version"] == project["version"]
-    assert installed.wheel.name == f"hyperpod_cdk-{project['version']}-py3-none-any.whl"
+    assert wheel.name == f"hyperpod_cdk-{project['version']}-py3-none-any.whl"
     assert metadata["Requires-Python"] == ">=3.11"
     assert "Typing :: Typed" in (metadata.get_all("Classifier") or [])
     requires: list[str] = metadata.get_all("Requires-Dist") or []
-    runtime = {r.split(";")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower()
-               for r in requires if "extra ==" not in r}  # fmt: skip
+    runtime = {_requirement_name(r) for r in requires if "extra ==" not in r}
     assert {"aws-cdk-lib", "constructs", "cdk-nag", "pydantic", "pyyaml"} <= runtime
-    assert {f"aws-cdk.lambda-layer-kubectl-v{minor}" for minor in range(30, 36)} <= runtime
     assert "boto3" not in runtime  # only hyperpod_cdk.ops needs it
     assert any(r.startswith("boto3") and 'extra == "ops"' in r for r in requires), requires
-    assert "ops" in (metadata.get_all("Provides-Extra") or [])
+    # the kubectl layers (~205 MB) only with the EKS constructs
+    assert not [r for r in runtime if "lambda-layer-kubectl" in r], runtime
+    eks = {_requirement_name(r) for r in requires if 'extra == "eks"' in r}
+    assert eks == set(KUBECTL_LAYERS)
+    assert {"eks", "ops"} <= set(metadata.get_all("Provides-Extra") or [])
     # compatible ranges, never an exact pin: the consumer's app decides the versions
     assert not [r for r in requires if "==" in r.split(";")[0]], requires
 
@@ -272,7 +368,9 @@ def test_the_wheel_installs_and_imports_in_a_fresh_venv(installed: Installed) ->
     assert _is_under(found["file"], installed.venv), found["file"]
     assert found["missing"] == []
     assert found["py_typed"] and found["handler"]
+    assert found["entrypoint_executable"], "pip installed the lifecycle entry script without x"
     assert found["boto3"] is False, "boto3 belongs to the `ops` extra, not the dependencies"
+    assert found["kubectl_layers"] == [], "the kubectl layers belong to the `eks` extra"
     _run([str(installed.python), "-m", "pip", "check"], env=installed.env(), timeout=120)
 
 
@@ -331,3 +429,117 @@ def test_mypy_checks_the_example_against_the_wheel(installed: Installed, tmp_pat
     assert errors[0].startswith("probe.py:3: error: Argument \"file_system_id\" to "
                                 '"FileSystemHandle" has incompatible type "int"; expected "str"')  # fmt: skip
     assert "missing library stubs or py.typed marker" not in result.stdout
+
+
+# -- the docs' library example, without and with the `eks` extra ------------------------------
+
+
+def _in_empty_directory(
+    installed: Installed, code: str, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` with the venv's python in an empty directory: no cdk.json, no
+    lifecycle scripts, nothing to import; the cloud assembly goes to ``tmp_path / "cdk.out"``
+    (CDK_OUTDIR, as the CDK CLI passes it; the CLI's context is scrubbed)."""
+    workdir = tmp_path / "empty"
+    workdir.mkdir()
+    env = installed.env() | {"CDK_OUTDIR": str(tmp_path / "cdk.out")}
+    result = subprocess.run([str(installed.python), "-c", code], cwd=workdir, env=env,
+                            capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert list(workdir.iterdir()) == [], "the example wrote into its working directory"
+    return result
+
+
+def _resources_of(template: dict[str, Any], resource_type: str) -> list[dict[str, Any]]:
+    return [r for r in template["Resources"].values() if r["Type"] == resource_type]
+
+
+@dataclass(frozen=True)
+class SnippetRun:
+    outdir: Path
+    template: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def snippet_run(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> SnippetRun:
+    """The first library example of the docs, as written, synthesized in an empty directory
+    by a venv with only the wheel (no `eks` extra)."""
+    tmp_path = tmp_path_factory.mktemp("docs-library-example")
+    result = _in_empty_directory(installed, README_SNIPPET.read_text(encoding="utf-8"), tmp_path)
+    assert result.returncode == 0, result.stderr[-5000:]
+    outdir = tmp_path / "cdk.out"
+    return SnippetRun(outdir, templates(outdir)["research-hyperpod"])
+
+
+def test_the_docs_library_example_synthesizes_a_slurm_cluster_from_the_wheel_alone(
+    snippet_run: SnippetRun,
+) -> None:
+    """Acceptance (issue 17): the feature flags come from recommended_context() and the
+    lifecycle scripts from the package; no cdk.json, no lifecycle_assets/ at hand."""
+    (cluster,) = _resources_of(snippet_run.template, CLUSTER)
+    assert "Slurm" in cluster["Properties"]["Orchestrator"]
+    # the upload's asset is the packaged copy of lifecycle_assets/, entry script executable
+    (entrypoint,) = snippet_run.outdir.glob("asset.*/entrypoint.sh")
+    assert os.access(entrypoint, os.X_OK)
+    staged = {p.relative_to(entrypoint.parent).as_posix() for p in entrypoint.parent.rglob("*")}
+    shipped = {p.relative_to(LIFECYCLE_ASSETS).as_posix() for p in LIFECYCLE_ASSETS.rglob("*")
+               if "__pycache__" not in p.parts and p.suffix != ".pyc"}  # fmt: skip
+    assert staged == shipped
+
+
+def test_the_packaged_scripts_place_every_node_of_the_docs_example(
+    snippet_run: SnippetRun, installed: Installed, tmp_path: Path
+) -> None:
+    """The settings the example uploads are enough for the scripts it uploads: the installed
+    lib/node.py finds each instance group's Slurm role (what entrypoint.sh asks it first)."""
+    (settings,) = snippet_run.outdir.glob("asset.*/settings.json")
+    (entrypoint,) = snippet_run.outdir.glob("asset.*/entrypoint.sh")
+    (cluster,) = _resources_of(snippet_run.template, CLUSTER)
+    groups = cluster["Properties"]["InstanceGroups"]
+    # the resource config HyperPod writes on every node: each group with one instance
+    resource_config = tmp_path / "resource_config.json"
+    resource_config.write_text(json.dumps({"InstanceGroups": [
+        {"Name": g["InstanceGroupName"], "InstanceType": g["InstanceType"],
+         "Instances": [{"CustomerIpAddress": f"10.1.0.{i}", "InstanceId": f"i-0{i}",
+                        "InstanceName": f"{g['InstanceGroupName']}-1"}]}
+        for i, g in enumerate(groups, start=10)
+    ]}))  # fmt: skip
+    roles = {}
+    for i, group in enumerate(groups, start=10):
+        env = installed.env() | {"HYPERPOD_ROOT": str(tmp_path), "HYPERPOD_NODE_IP": f"10.1.0.{i}"}
+        found = _run([str(installed.python), "-S", str(entrypoint.parent / "lib" / "node.py"),
+                      "identify", str(settings), str(resource_config)], env=env, timeout=60)  # fmt: skip
+        # shell assignments, as entrypoint.sh evals them
+        values = dict(line.split("=", 1) for line in found.stdout.splitlines())
+        roles[group["InstanceGroupName"]] = shlex.split(values["NODE_ROLE"])[0]
+    assert roles == {"controller": "controller", "gpu": "compute"}
+
+
+def test_an_eks_construct_without_the_eks_extra_names_it(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """No kubectl layers in the venv: the EKS construct stops with an ImportError that says
+    which extra to install (importing hyperpod_cdk and the Slurm constructs need none)."""
+    result = _in_empty_directory(installed, EKS_EXAMPLE.read_text(encoding="utf-8"), tmp_path)
+    assert result.returncode != 0
+    last_line = result.stderr.strip().splitlines()[-1]
+    assert last_line.startswith("ImportError: research-eks/Eks"), result.stderr[-3000:]
+    assert EKS_EXTRA_INSTALL in last_line
+    assert "aws-cdk.lambda-layer-kubectl-v35" in last_line
+
+
+def test_the_eks_extra_brings_the_kubectl_layers(installed_eks: Installed, tmp_path: Path) -> None:
+    print(f"eks venv seconds: {installed_eks.seconds}")
+    found = _run([str(installed_eks.python), "-c", IMPORT_CHECK], cwd=installed_eks.venv,
+                 env=installed_eks.env(), timeout=300)  # fmt: skip
+    layers = json.loads(found.stdout)["kubectl_layers"]
+    assert layers == [f"aws_cdk.lambda_layer_kubectl_v{minor}" for minor in range(30, 36)]
+    result = _in_empty_directory(installed_eks, EKS_EXAMPLE.read_text(encoding="utf-8"), tmp_path)
+    assert result.returncode == 0, result.stderr[-5000:]
+    template = templates(tmp_path / "cdk.out")["research-eks"]
+    assert len(_resources_of(template, "AWS::EKS::Cluster")) == 1
+    descriptions = [
+        r["Properties"].get("Description", "")
+        for r in _resources_of(template, "AWS::Lambda::LayerVersion")
+    ]
+    assert any(d.startswith("/opt/kubectl/kubectl 1.35.") for d in descriptions), descriptions
+    _run([str(installed_eks.python), "-m", "pip", "check"], env=installed_eks.env(), timeout=120)

@@ -21,6 +21,9 @@ from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_pr
 
 SETTINGS_FILE = "settings.json"
 _IGNORED = {"__pycache__", ".DS_Store"}
+# The lifecycle scripts shipped with the library (package data): in the repository a symlink to
+# its lifecycle_assets/, in an installed wheel a copy of those files with their modes.
+PACKAGED_SCRIPTS = (Path(__file__).parent.parent / "lifecycle_assets").resolve()
 
 
 def _files(directory: Path) -> list[Path]:
@@ -117,7 +120,10 @@ class LifecycleScripts(Construct):
     To use scripts already in S3 instead, skip this construct and pass a
     :class:`~hyperpod_cdk.cluster.LifecycleRef` to the cluster.
 
-    :param directory: the scripts; must contain ``entrypoint.sh``.
+    :param directory: the scripts; must contain ``entrypoint.sh``. Default:
+        :data:`PACKAGED_SCRIPTS`, the scripts shipped with the library (this
+        repository's ``lifecycle_assets/``; their ``entrypoint.sh`` says which
+        ``settings`` they read).
     :param settings: JSON-serialisable values the scripts read on the node
         (the scripts themselves hold no environment-specific values).
     :param access_logs_bucket: where the bucket's server access logs go; a
@@ -134,7 +140,7 @@ class LifecycleScripts(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        directory: str | Path,
+        directory: str | Path | None = None,
         settings: Mapping[str, Any],
         access_logs_bucket: s3.IBucket | None = None,
         extra_files: Mapping[str, str] | None = None,
@@ -145,7 +151,7 @@ class LifecycleScripts(Construct):
         if bucket_name is None:
             bucket_name = lifecycle_bucket_name(stack.stack_name, stack.account, stack.region)
         check_lifecycle_bucket_name(bucket_name)
-        directory = Path(directory)
+        directory = PACKAGED_SCRIPTS if directory is None else Path(directory)
         if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
             raise ValueError(f"{directory} has no {LIFECYCLE_ENTRY_SCRIPT}")
         extra = dict(extra_files or {})

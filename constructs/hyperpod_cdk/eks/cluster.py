@@ -18,7 +18,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from hyperpod_cdk.compliance import acknowledge_framework_function
-from hyperpod_cdk.eks.versions import addon_version
+from hyperpod_cdk.eks.versions import SUPPORTED_KUBERNETES_VERSIONS, addon_version
 from hyperpod_cdk.nag import acknowledge, cdk_assets_objects
 
 # Every control-plane log type (EKS user guide "Control plane logs").
@@ -44,6 +44,10 @@ EARLY_CORE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
+# How to install the kubectl layers: the library's `eks` extra (constructs/pyproject.toml).
+EKS_EXTRA_INSTALL = "pip install 'hyperpod-cdk[eks]'"
+
+
 def kubectl_layer(
     scope: Construct, construct_id: str, kubernetes_version: str
 ) -> lambda_.ILayerVersion:
@@ -51,14 +55,29 @@ def kubectl_layer(
 
     kubectl supports one minor version of skew against the API server, so the
     layer follows the cluster version (one PyPI package per version).
+
+    The layers (~35 MB each) are the library's ``eks`` extra, so that a Slurm-only
+    app does not install them; every construct that builds a kubectl handler comes
+    here, and without them it stops with an ImportError that names the extra.
     """
     minor = kubernetes_version.split(".")[1]
+    module_name = f"aws_cdk.lambda_layer_kubectl_v{minor}"
+    package = f"aws-cdk.lambda-layer-kubectl-v{minor}"
     try:
-        module = importlib.import_module(f"aws_cdk.lambda_layer_kubectl_v{minor}")
-    except ModuleNotFoundError:
-        raise ValueError(
-            f"no kubectl layer for Kubernetes {kubernetes_version}; "
-            f"install aws-cdk.lambda-layer-kubectl-v{minor}"
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise  # the layer package is there, something it imports is not
+        if kubernetes_version not in SUPPORTED_KUBERNETES_VERSIONS:
+            raise ValueError(
+                f"no kubectl layer for Kubernetes {kubernetes_version}; the EKS constructs "
+                f"support {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
+            ) from None
+        raise ImportError(
+            f"{scope.node.path}: the EKS constructs need the kubectl Lambda layer of "
+            f"Kubernetes {kubernetes_version} ({package}), which is not installed. Install "
+            f"the library with its eks extra: {EKS_EXTRA_INSTALL}",
+            name=module_name,
         ) from None
     layer_class = getattr(module, f"KubectlV{minor}Layer")
     layer: lambda_.ILayerVersion = layer_class(scope, construct_id)

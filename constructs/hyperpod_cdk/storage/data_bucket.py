@@ -11,6 +11,7 @@ from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.context import SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, require_feature_flags
 from hyperpod_cdk.nag import acknowledge
 
 
@@ -34,8 +35,14 @@ def access_log_bucket(
     server access logging"). DESTROY empties it too, so that deleting the stack
     does not stop at a non-empty log bucket.
 
+    S3 may deliver the logs only through this bucket's policy, as the bucket has no ACLs
+    (BucketOwnerEnforced); the CDK writes that policy instead of an ACL only with the feature
+    flag ``@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy``. Without the flag this raises a
+    ValueError that names it, instead of the CDK's own error deep in the synth.
+
     :param logged: what the logged bucket holds, for the cdk-nag acknowledgment.
     """
+    require_feature_flags(scope, SERVER_ACCESS_LOGS_USE_BUCKET_POLICY)
     bucket = s3.Bucket(
         scope,
         construct_id,
