@@ -45,7 +45,9 @@ def test_every_shipped_config_passes_against_a_healthy_account(
     from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
 
     assert "sts:GetCallerIdentity" in aws.called
-    assert aws.called <= set(READ_ONLY_ACTIONS), "the action list of docs/operations.md misses a call"
+    assert aws.called <= set(READ_ONLY_ACTIONS), (
+        "the action list of docs/operations.md misses a call"
+    )
 
 
 def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:

@@ -90,4 +90,7 @@ def test_every_output_says_what_it_is(shipped) -> None:
         for name, output in template.get("Outputs", {}).items():
             assert output.get("Description"), (stack, name)
             plumbing = name.startswith("PublishOutput")
-            assert (output["Description"] == PUBLISHED_OUTPUT_DESCRIPTION) == plumbing, (stack, name)
+            assert (output["Description"] == PUBLISHED_OUTPUT_DESCRIPTION) == plumbing, (
+                stack,
+                name,
+            )
