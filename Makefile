@@ -23,7 +23,7 @@ CDK := $(WITH_ENV) cdk
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status bench migrate-eks-dependencies
+        distclean lifecycle-dry-run preflight status bench migrate-eks-dependencies init
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -45,6 +45,11 @@ synth: bootstrap ## cdk synth of CONFIG (default config/default.yaml) into cdk.o
 
 test: bootstrap bootstrap-checkov lint ## lint, then the whole test suite (what .ci/run runs)
 	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q $(PYTEST_ARGS) tests
+
+# make init NAME=acme REGION=us-east-1 [ORCHESTRATOR=slurm|eks] [OUT=envs/acme.yaml]
+init: bootstrap-python ## write a commented starting config (never overwrites; offline)
+	@$(WITH_ENV) $(VENV_PY) scripts/init_config.py $(if $(NAME),"NAME=$(NAME)") $(if $(REGION),"REGION=$(REGION)") \
+		$(if $(ORCHESTRATOR),"ORCHESTRATOR=$(ORCHESTRATOR)") $(if $(OUT),"OUT=$(OUT)")
 
 validate: bootstrap-python ## validate CONFIG only (no synth, no AWS)
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.config $(CONFIG)

@@ -88,3 +88,18 @@ def test_a_file_in_the_repository_names_its_schema_relatively(tmp_path: Path) ->
         text.splitlines()[0]
         == "# yaml-language-server: $schema=../config/schema/environment.schema.json"
     )
+
+
+def test_make_init_passes_its_settings(tmp_path: Path) -> None:
+    out = tmp_path / "my env" / "acme.yaml"  # a path with a space
+    done = subprocess.run(
+        ["make", "init", "NAME=acme", "REGION=eu-west-1", "ORCHESTRATOR=eks", f"OUT={out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    data = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert (data["region"], data["orchestrator"]) == ("eu-west-1", "eks")
+    assert data["network"]["eks_availability_zone_ids"] == ["euw1-az1", "euw1-az2"]
