@@ -245,7 +245,10 @@ def test_a_valid_users_file_passes(root: Path) -> None:
             "users:\n  - name: root\n    uid: 2001\n",
             "users[0].name: 'root' is an account of the AMI",
         ),
-        ("users:\n  - name: Alice\n    uid: 2001\n", "users[0].name: String should match pattern"),
+        (
+            "users:\n  - name: Alice\n    uid: 2001\n",
+            "users[0].name: 'Alice' is not valid; use 1-32 lowercase letters, digits, _ and -",
+        ),
         (
             "users:\n  - name: alice\n    uid: 1000\n",
             "users[0].uid: Input should be greater than or equal to 1001",
@@ -266,7 +269,7 @@ def test_a_valid_users_file_passes(root: Path) -> None:
             "users:\n  - name: a\n    uid: 2001\n    shell: /bin/zsh\n",
             "users[0].shell: Extra inputs are not permitted",
         ),
-        ("users: [\n", "is not valid YAML"),
+        ("users: [\n", "not valid YAML (line 2, column 1)"),
         ("- alice\n", "(top level)"),
     ],
 )
@@ -378,3 +381,17 @@ def test_closed_network_takes_a_dcgm_image_from_private_ecr(root: Path) -> None:
 
 def test_open_network_takes_the_public_images(root: Path) -> None:
     assert node_issues(root, {f"{NS}.exporters.node": True, f"{NS}.exporters.dcgm": True}) == []
+
+
+def test_every_users_file_problem_is_a_line_of_its_own(root: Path) -> None:
+    """Issue 16: one issue per problem, in words (no regex)."""
+    (root / "users.yaml").write_text(
+        "users:\n  - name: Alice\n    uid: 2001\n    ssh_public_keys: [not-a-key]\n"
+    )
+    issues = [
+        i for i in node_issues(root, {f"{NS}.users_file": "users.yaml"}) if "users_file" in i.path
+    ]
+    assert len(issues) == 2
+    text = "\n".join(str(i) for i in issues)
+    assert "^" not in text and "pattern" not in text
+    assert "one OpenSSH public key line" in text

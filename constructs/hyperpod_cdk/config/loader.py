@@ -46,8 +46,35 @@ class ConfigError(Exception):
         super().__init__("\n".join(str(i) for i in self.issues))
 
 
+# A config file is a few kilobytes; these limits keep a broken or hostile file from exhausting
+# memory or the interpreter's stack (PyYAML builds nested values recursively).
+MAX_FILE_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+# Byte order marks, longest first (the UTF-32 LE mark begins with the UTF-16 LE one).
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xef\xbb\xbf", "utf-8"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last)."""
+    """A safe loader that refuses a key given twice in one mapping (PyYAML keeps the last), a
+    key that is not a scalar, and nesting deeper than :data:`MAX_DEPTH`."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        depth = getattr(self, "_depth", 0)
+        if depth >= MAX_DEPTH:
+            raise yaml.composer.ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+            )
+        self._depth = depth + 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth
 
 
 def _construct_mapping(
@@ -55,6 +82,13 @@ def _construct_mapping(
 ) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "a key must be a plain word, not a list or a mapping",
+                key_node.start_mark,
+            )
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -67,19 +101,81 @@ def _construct_mapping(
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def decode(raw: bytes, path: Path) -> str:
+    """The text of a config file: UTF-8 with or without a byte order mark, or UTF-16/32 with
+    one (Windows PowerShell's ``>`` writes UTF-16 LE with a mark); anything else is one
+    ConfigError that names the first byte that is not UTF-8."""
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw[len(bom) :].decode(codec)
+            except UnicodeDecodeError as exc:
+                offset = exc.start + len(bom)
+                raise ConfigError(
+                    [
+                        Issue(
+                            str(path),
+                            f"is not valid {codec.upper()} at byte {offset}; save it as UTF-8",
+                        )
+                    ]
+                ) from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            [
+                Issue(
+                    str(path),
+                    f"is not UTF-8: byte {exc.start} is 0x{raw[exc.start]:02x} (Latin-1 or another "
+                    "encoding?); save the file as UTF-8",
+                )
+            ]
+        ) from None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str) -> str:
+    """One line: where (line and column) and what."""
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+        before = text[: exc.position]
+        line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        return (
+            f"not valid YAML (line {line}, column {column}): character U+{code:04X} is not "
+            "allowed in a YAML file (a binary or control character)"
+        )
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return _one_line(f"not valid YAML{where}: {problem}")
+
+
 def read_yaml(path: Path) -> dict[str, Any]:
     """The YAML mapping in ``path``, or ConfigError with the line of the problem."""
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ConfigError(
+                [
+                    Issue(
+                        str(path),
+                        f"is {size} bytes; a config file is at most {MAX_FILE_BYTES} bytes",
+                    )
+                ]
+            )
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError([Issue(str(path), f"cannot read the file: {exc.strerror}")]) from None
+    text = decode(raw, path)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError([Issue(str(path), f"not valid YAML{where}: {problem}")]) from None
+        raise ConfigError([Issue(str(path), _yaml_problem(exc, text))]) from None
+    except RecursionError:
+        raise ConfigError([Issue(str(path), f"is nested deeper than {MAX_DEPTH} levels")]) from None
     if not isinstance(data, dict):
         raise ConfigError(
             [Issue(str(path), "the file must hold a mapping of keys (name, region, network, ...)")]

@@ -253,22 +253,52 @@ def _dotted(loc: tuple[int | str, ...]) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
 
 
+# what a pattern mismatch in the users file means, in words (pydantic prints the regex)
+_PATTERN_WORDS = {
+    USER_NAME_PATTERN: "1-32 lowercase letters, digits, _ and -, starting with a letter or _",
+    SSH_PUBLIC_KEY_PATTERN: "one OpenSSH public key line: its type (ssh-ed25519, ssh-rsa, "
+    "ecdsa-sha2-nistp256, ...), the base64 key and an optional comment",
+}
+
+
+class UsersFileError(ValueError):
+    """An unreadable or invalid users file: one line per problem in :attr:`problems`."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def _in_words(error: Any) -> str:
+    pattern = (error.get("ctx") or {}).get("pattern")
+    if error.get("type") == "string_pattern_mismatch" and pattern in _PATTERN_WORDS:
+        return f"{error.get('input')!r} is not valid; use {_PATTERN_WORDS[pattern]}"
+    return str(error["msg"]).removeprefix("Value error, ")
+
+
 def read_users_file(path: Path) -> UsersFile:
-    """The users in ``path``; ValueError with one line per problem (key paths inside the file)."""
+    """The users in ``path``; UsersFileError with one problem per line (key paths inside the
+    file, each in words)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_bytes().decode("utf-8-sig")
+        data = yaml.safe_load(text)
     except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+        raise UsersFileError([f"cannot read the file: {exc.strerror}"]) from None
+    except UnicodeDecodeError as exc:
+        raise UsersFileError(
+            [f"is not UTF-8 at byte {exc.start}; save the file as UTF-8"]
+        ) from None
     except yaml.YAMLError as exc:
-        raise ValueError(f"{path} is not valid YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise UsersFileError([f"not valid YAML{where}: {problem}"]) from None
     try:
         return UsersFile.model_validate(data if data is not None else {})
     except ValidationError as exc:
-        problems = [
-            f"{_dotted(e['loc']) or '(top level)'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        ]
-        raise ValueError("; ".join(problems)) from None
+        raise UsersFileError(
+            [f"{_dotted(e['loc']) or '(top level)'}: {_in_words(e)}" for e in exc.errors()]
+        ) from None
 
 
 def users_json(users: UsersFile) -> str:
@@ -345,8 +375,9 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
         else:
             try:
                 read_users_file(path)
-            except ValueError as exc:
-                out.error(f"{_PATH}.users_file", f"{setup.users_file}: {exc}")
+            except UsersFileError as exc:
+                for problem in exc.problems:
+                    out.error(f"{_PATH}.users_file", f"{setup.users_file}: {problem}")
 
     fsx_on = cfg.storage.fsx.enabled
     if setup.is_set("home_on_shared_storage") and setup.home_on_shared_storage and not fsx_on:
