@@ -8,7 +8,6 @@ share one synthesized App (jsii start-up dominates).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import time
@@ -16,7 +15,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aws_cdk as cdk
@@ -29,6 +27,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 from support.assembly import acknowledgments
+from support.modules import load_module
 
 from hyperpod_cdk.checkov_skips import skipped_checks
 from hyperpod_cdk.eks.node_wait import HANDLER_DIR, RESOURCE_TYPE, HyperPodNodeWait
@@ -44,25 +43,7 @@ TIMEOUT = 45 * 60
 # -- the handler -----------------------------------------------------------------------------
 
 
-def _load_handler() -> ModuleType:
-    """``node_wait_handler/index.py`` as its own module, without writing bytecode into the
-    asset directory (its files are the Lambda code)."""
-    name = "hyperpod_node_wait_handler"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HANDLER_DIR / "index.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up
-    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes
-    return module
-
-
-handler = _load_handler()
+handler = load_module("hyperpod_node_wait_handler", HANDLER_DIR / "index.py")
 _BOTOCORE = botocore.session.get_session()  # caches SageMaker's (large) service model
 
 

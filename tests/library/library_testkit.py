@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -64,3 +65,16 @@ def templates(outdir: Path) -> dict[str, dict[str, Any]]:
 
 def resource_types(template: dict[str, Any]) -> set[str]:
     return {r["Type"] for r in template.get("Resources", {}).values()}
+
+
+def run_python(code: str) -> None:
+    """Run ``code`` in a fresh interpreter (nothing imported yet), from this folder; it must
+    exit 0."""
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr

@@ -6,17 +6,15 @@ pre-signed URL."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
-from types import ModuleType
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from support.modules import load_module
 
 from hyperpod_cdk.storage.fsx_key_policy import HANDLER_DIR, STATEMENT_SID
 
@@ -41,23 +39,7 @@ STATEMENT = {
 }
 
 
-def _load() -> ModuleType:
-    name = "hyperpod_key_policy_handler"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HANDLER_DIR / "index.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    writes, sys.dont_write_bytecode = sys.dont_write_bytecode, True
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.dont_write_bytecode = writes
-    return module
-
-
-handler = _load()
+handler = load_module("hyperpod_key_policy_handler", HANDLER_DIR / "index.py")
 
 
 def _error(code: str, operation: str) -> ClientError:

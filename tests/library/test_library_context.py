@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 import tempfile
 import tomllib
 from collections.abc import Callable
@@ -27,7 +25,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from constructs import Construct
-from library_testkit import EXAMPLE, ROOT, project_context
+from library_testkit import EXAMPLE, ROOT, project_context, run_python
 from packaging.requirements import Requirement
 
 from hyperpod_cdk import DataBucket, LifecycleScripts, recommended_context
@@ -82,14 +80,7 @@ def test_recommended_context_loads_without_the_cdk() -> None:
         "loaded = [m for m in ('aws_cdk', 'jsii', 'constructs') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(__file__).parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    run_python(code)
 
 
 # -- the check of the required flags --------------------------------------------------------------

@@ -6,12 +6,9 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from library_testkit import ROOT
+from library_testkit import ROOT, run_python
 
 import hyperpod_cdk
 
@@ -170,11 +167,4 @@ def test_config_names_load_without_the_cdk() -> None:
         "loaded = [m for m in ('aws_cdk', 'jsii', 'cdk_nag') if m in sys.modules]\n"
         "assert not loaded, loaded\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=Path(__file__).parent,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    run_python(code)
