@@ -6,9 +6,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import botocore.exceptions
 import pytest
-from ops_testkit import PROJECT_ROOT
+from ops_testkit import PROJECT_ROOT, StubbedAws
+
+from hyperpod_cdk.ops import preflight, status
 
 
 def _no_aws_env(tmp_path: Path) -> dict[str, str]:
@@ -86,4 +90,178 @@ def test_importing_the_library_and_the_commands_needs_no_boto3() -> None:
     assert result.stdout.strip() == (
         "boto3 is not installed; install the library with its ops extra "
         "(`pip install 'hyperpod-cdk[ops]'`), or inside this repository run `make bootstrap`"
+    )
+
+
+# -- the AWS CLI's configuration, credentials and throttling: one line, exit 2 ---------------
+
+
+def _run(tmp_path: Path, command: str, env_changes: dict[str, str], *args: str) -> Any:
+    env = _no_aws_env(tmp_path)
+    env.update(env_changes)
+    return subprocess.run(
+        [sys.executable, "-m", f"hyperpod_cdk.ops.{command}", "config/default.yaml", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _one_line(result: Any, command: str) -> str:
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"{command}: ")
+    return str(line)
+
+
+@pytest.mark.parametrize("command", ["preflight", "status"])
+def test_a_broken_aws_config_file_is_one_line(tmp_path: Path, command: str) -> None:
+    broken = tmp_path / "config"
+    broken.write_text("[default\nregion = us-west-2\n")  # the section header lacks its ']'
+    line = _one_line(_run(tmp_path, command, {"AWS_CONFIG_FILE": str(broken)}), command)
+    assert "the AWS CLI configuration cannot be read" in line
+    assert str(broken) in line
+
+
+def test_a_profile_whose_source_profile_is_missing_is_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        "[profile deploy]\nrole_arn = arn:aws:iam::111122223333:role/Deploy\n"
+        "source_profile = nowhere\n"
+    )
+    result = _run(tmp_path, "preflight", {"AWS_CONFIG_FILE": str(config)}, "--profile", "deploy")
+    line = _one_line(result, "preflight")
+    assert "nowhere" in line
+
+
+def test_a_failing_credential_process_is_one_line(tmp_path: Path) -> None:
+    """A credential process that writes several lines to stderr and exits 1 (as SSO helpers do)."""
+    script = tmp_path / "creds.sh"
+    script.write_text("#!/bin/sh\necho 'token expired' >&2\necho 'run login' >&2\nexit 1\n")
+    script.chmod(0o755)
+    config = tmp_path / "config"
+    config.write_text(f"[default]\ncredential_process = {script}\n")
+    line = _one_line(_run(tmp_path, "status", {"AWS_CONFIG_FILE": str(config)}), "status")
+    assert line.startswith("status: AWS credentials could not be loaded")
+    assert "token expired run login" in line
+    assert "OPS_ARGS='--profile NAME'" in line
+
+
+def test_an_unparseable_credential_process_output_is_one_line(tmp_path: Path) -> None:
+    script = tmp_path / "creds.sh"
+    script.write_text("#!/bin/sh\necho 'not json'\n")
+    script.chmod(0o755)
+    config = tmp_path / "config"
+    config.write_text(f"[default]\ncredential_process = {script}\n")
+    line = _one_line(_run(tmp_path, "preflight", {"AWS_CONFIG_FILE": str(config)}), "preflight")
+    assert "AWS credentials could not be loaded" in line
+
+
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("ExpiredToken", "AWS rejected the credentials (ExpiredToken: "),
+        ("InvalidClientTokenId", "AWS rejected the credentials (InvalidClientTokenId: "),
+        (
+            "Throttling",
+            "AWS kept throttling sts:GetCallerIdentity through 5 attempts (Throttling: ",
+        ),
+    ],
+)
+def test_preflight_stops_in_one_line_when_the_first_call_fails(
+    code: str, words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aws = StubbedAws()
+    aws.error("sts", "get_caller_identity", code, {}, message="it failed")
+    assert (
+        preflight.main(
+            ["config/default.yaml", "--project-root", str(PROJECT_ROOT)], aws.make_clients
+        )
+        == 2
+    )
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"preflight: {words}it failed)")
+    aws.verify()
+
+
+@pytest.mark.parametrize(
+    ("code", "words", "exit_code"),
+    [
+        (
+            "ExpiredTokenException",
+            "status: AWS rejected the credentials (ExpiredTokenException: ",
+            2,
+        ),
+        (
+            "ThrottlingException",
+            "status: AWS kept throttling sagemaker:DescribeCluster through 5 attempts (ThrottlingException: ",
+            2,
+        ),
+        (
+            "AccessDeniedException",
+            "status: sagemaker:DescribeCluster returned AccessDeniedException: ",
+            1,
+        ),
+    ],
+)
+def test_status_stops_in_one_line_when_its_read_fails(
+    code: str, words: str, exit_code: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    aws = StubbedAws()
+    aws.error("sagemaker", "describe_cluster", code, message="it failed")
+    assert (
+        status.main(["config/default.yaml", "--project-root", str(PROJECT_ROOT)], aws.make_clients)
+        == exit_code
+    )
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(words)
+    aws.verify()
+
+
+def test_a_throttled_check_fails_that_check_only() -> None:
+    """After the identity, a call still throttled after the retries is one failed check."""
+    from hyperpod_cdk.ops.aws import unavailable_reason
+
+    error = botocore.exceptions.ClientError(
+        {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "DescribeSubnets"
+    )
+    assert unavailable_reason(error) is None
+
+
+def test_the_throttling_codes_are_botocores() -> None:
+    """The codes botocore's standard retry mode treats as throttling, in the pinned botocore."""
+    from botocore.retries.standard import ThrottledRetryableChecker
+
+    from hyperpod_cdk.ops.aws import THROTTLING_ERROR_CODES
+
+    assert set(ThrottledRetryableChecker._THROTTLED_ERROR_CODES) == THROTTLING_ERROR_CODES
+
+
+def test_every_botocore_class_named_exists() -> None:
+    """A class name botocore dropped would silently stop matching: the pinned botocore has all."""
+    from hyperpod_cdk.ops import aws
+
+    for names, _ in aws._BOTOCORE_REASONS:
+        for name in names:
+            assert isinstance(getattr(botocore.exceptions, name, None), type), name
+
+
+def test_any_other_setup_error_is_one_line() -> None:
+    """An exception no rule knows, raised while credentials load, still words one line."""
+    from hyperpod_cdk.ops.aws import AwsUnavailable, unavailable_reason
+
+    error = AwsUnavailable("x", error=ValueError("bad\nvalue"), stage="credentials")
+    reason = unavailable_reason(error, "--profile P")
+    assert reason == (
+        "AWS credentials could not be loaded (ValueError: bad value); set AWS_PROFILE=NAME or "
+        "pass --profile P, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (`aws configure` "
+        "sets up a profile), then retry"
     )

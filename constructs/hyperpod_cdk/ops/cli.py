@@ -1,5 +1,6 @@
 """What the preflight and status commands share: arguments, the config, the session, and the
-one-line exit when AWS cannot be used (no credentials, expired token, no network)."""
+one-line exit when AWS cannot be used (a broken AWS CLI configuration, no credentials, an expired
+token, no network)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hyperpod_cdk.config import ConfigError, EnvironmentConfig, load_environment
-from hyperpod_cdk.ops.aws import AwsUnavailable, ClientFactory, session_clients, unavailable_reason
+from hyperpod_cdk.ops.aws import ClientFactory, session_clients, unavailable_reason
 
 # The body of a command: the config, the clients of its region and the project root -> exit code.
 Command = Callable[[EnvironmentConfig, ClientFactory, Path], int]
@@ -17,6 +18,8 @@ Command = Callable[[EnvironmentConfig, ClientFactory, Path], int]
 MakeClients = Callable[[str, str | None], ClientFactory]
 
 EXIT_UNUSABLE = 2
+# How these commands take a profile, in the line that says the credentials are missing.
+PROFILE_OPTION = "--profile NAME (make: OPS_ARGS='--profile NAME')"
 
 
 def run_command(
@@ -52,11 +55,9 @@ def run_command(
     try:
         clients = make_clients(config.region, args.profile)
         return command(config, clients, args.project_root)
-    except AwsUnavailable as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return EXIT_UNUSABLE
     except Exception as exc:
-        reason = unavailable_reason(exc)
+        # AwsUnavailable from the session, or botocore's error from a call of the command
+        reason = unavailable_reason(exc, PROFILE_OPTION)
         if reason is None:
             raise
         print(f"{prog}: {reason}", file=sys.stderr)

@@ -25,9 +25,10 @@ from hyperpod_cdk.ops.aws import (
     is_client_error,
     paginate,
     session_clients,
+    throttled_reason,
     unavailable_reason,
 )
-from hyperpod_cdk.ops.cli import MakeClients, run_command
+from hyperpod_cdk.ops.cli import EXIT_UNUSABLE, MakeClients, run_command
 
 # A node HyperPod could not set up (ClusterInstanceStatus); its Message says why.
 FAILED_NODE_STATUS = "Failure"
@@ -189,6 +190,11 @@ def _command(config: EnvironmentConfig, clients: ClientFactory, project_root: Pa
     except Exception as exc:
         if unavailable_reason(exc) is not None or not is_client_error(exc):
             raise
+        throttled = throttled_reason(exc, [sagemaker])
+        if throttled is not None:
+            # nothing was learnt about the cluster: AWS is unusable for now, not "a check failed"
+            print(f"status: {throttled}", file=sys.stderr)
+            return EXIT_UNUSABLE
         print(f"status: {describe_error(exc, [sagemaker])}", file=sys.stderr)
         return 1
     if state is None:
