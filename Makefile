@@ -20,6 +20,8 @@ VENV_PY := .venv/bin/python
 # PATH: node_modules/.bin (pinned cdk CLI + pinned Node LTS), then .venv/bin
 WITH_ENV := source scripts/env.sh &&
 CDK := $(WITH_ENV) cdk
+# before a cdk command that needs AWS: one clear line (and exit 2) when the credentials cannot be used
+CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
@@ -41,7 +43,7 @@ bootstrap-checkov: ## create .venv-checkov (the pinned checkov, apart from .venv
 	@scripts/bootstrap.sh checkov
 
 synth: bootstrap ## cdk synth of CONFIG (default config/default.yaml) into cdk.out/
-	@$(CDK) synth -c config=$(CONFIG) $(if $(QUIET),--quiet) $(CDK_ARGS)
+	@$(CDK) synth -c config="$(CONFIG)" $(if $(QUIET),--quiet) $(CDK_ARGS)
 
 test: bootstrap bootstrap-checkov lint ## lint, then the whole test suite (what .ci/run runs)
 	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q $(PYTEST_ARGS) tests
@@ -52,36 +54,39 @@ init: bootstrap-python ## write a commented starting config (never overwrites; o
 		$(if $(ORCHESTRATOR),"ORCHESTRATOR=$(ORCHESTRATOR)") $(if $(OUT),"OUT=$(OUT)")
 
 validate: bootstrap-python ## validate CONFIG only (no synth, no AWS)
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.config $(CONFIG)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.config "$(CONFIG)"
 
 deploy: bootstrap ## deploy every stack of CONFIG (needs AWS credentials)
-	@$(CDK) deploy --all --concurrency 4 --require-approval broadening -c config=$(CONFIG) $(CDK_ARGS)
+	@$(CREDENTIALS) deploy "$(CONFIG)" $(CDK_ARGS)
+	@$(CDK) deploy --all --concurrency 4 --require-approval broadening -c config="$(CONFIG)" $(CDK_ARGS)
 
-diff: bootstrap ## diff every stack of CONFIG against the deployed ones
-	@$(CDK) diff -c config=$(CONFIG) $(CDK_ARGS)
+diff: bootstrap ## diff every stack of CONFIG against the deployed ones (needs AWS credentials)
+	@$(CREDENTIALS) diff "$(CONFIG)" $(CDK_ARGS)
+	@$(CDK) diff -c config="$(CONFIG)" $(CDK_ARGS)
 
 destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are retained)
-	@$(CDK) destroy --all -c config=$(CONFIG) $(CDK_ARGS)
+	@$(CREDENTIALS) destroy "$(CONFIG)" $(CDK_ARGS)
+	@$(CDK) destroy --all -c config="$(CONFIG)" $(CDK_ARGS)
 
 preflight: bootstrap-python ## read-only checks of the target account for CONFIG (needs AWS credentials)
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.preflight $(CONFIG) $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.preflight "$(CONFIG)" $(OPS_ARGS)
 
 migrate-eks-dependencies: bootstrap-python ## before the first deploy of an EKS environment whose dependencies were raw manifests
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.migrate $(CONFIG) $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.migrate "$(CONFIG)" $(OPS_ARGS)
 
 status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, failed nodes, logs, how to reach it
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status $(CONFIG) $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status "$(CONFIG)" $(OPS_ARGS)
 
 bench: bootstrap ## synth, test-suite and first-deploy critical-path figures (BENCH_ARGS='--skip-tests')
 	@$(WITH_ENV) $(VENV_PY) scripts/bench.py $(BENCH_ARGS)
 
 lifecycle-dry-run: NODE ?= compute
-lifecycle-dry-run: bootstrap-python ## run the lifecycle entry script on a fake node: NODE=controller|login|compute|eks
-	@$(VENV_PY) scripts/lifecycle_dry_run.py $(NODE)
+lifecycle-dry-run: bootstrap-python ## the lifecycle scripts of CONFIG on a fake node: NODE=controller|login|compute|eks [GROUP=name]
+	@$(VENV_PY) scripts/lifecycle_dry_run.py "$(NODE)" --config "$(CONFIG)" $(if $(GROUP),--group "$(GROUP)")
 
 checkov: bootstrap bootstrap-checkov ## checkov on a fresh synth of CONFIG (what the checkov test runs)
 	@out="$$(mktemp -d)"; trap 'rm -rf "$$out"' EXIT; \
-	  $(CDK) synth -c config=$(CONFIG) -o "$$out" --quiet $(CDK_ARGS) && \
+	  $(CDK) synth -c config="$(CONFIG)" -o "$$out" --quiet $(CDK_ARGS) && \
 	  $(VENV_PY) scripts/run_checkov.py "$$out"
 
 update-snapshots: bootstrap ## regenerate the syrupy snapshots

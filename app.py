@@ -24,6 +24,9 @@ PROJECT_ROOT = Path(__file__).resolve().parent
 DEFAULT_CONFIG = "config/default.yaml"
 
 
+USAGE = "usage: python app.py [CONFIG] (or cdk synth -c config=CONFIG)"
+
+
 def config_path(argv: list[str]) -> Path:
     """``-c config=...`` (passed by the CDK CLI in CDK_CONTEXT_JSON), else argv[1], else the default."""
     value = json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}").get("config")
@@ -31,9 +34,23 @@ def config_path(argv: list[str]) -> Path:
     return path if path.is_absolute() else Path.cwd() / path
 
 
+def shown(path: Path) -> str:
+    """``path`` as the user likely wrote it: relative to the working directory when inside it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) > 2:
+        # one config per run: a second file would be ignored without a word
+        print(f"{USAGE}; got {len(argv) - 1} arguments: {' '.join(argv[1:])}", file=sys.stderr)
+        return 2
+
     from hyperpod_cdk.config import ConfigError, PipelineFileConfig
     from hyperpod_cdk.config.loader import load_file
+    from hyperpod_cdk.config.summary import describe
 
     path = config_path(argv)
     try:
@@ -45,6 +62,8 @@ def main(argv: list[str]) -> int:
         return 2
     for warning in warnings:
         print(warning, file=sys.stderr)
+    # what is being synthesized, in one line (the same as `make validate` says)
+    print(f"{shown(path)}: {describe(config, stages)}", file=sys.stderr)
 
     # The CDK (and its JavaScript runtime) starts only for a valid config.
     from stacks.app_builder import build_app, build_pipeline_app

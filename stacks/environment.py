@@ -51,6 +51,7 @@ from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
 from hyperpod_cdk.log_encryption import EncryptLogGroups
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.node_settings import node_settings
 from hyperpod_cdk.storage import (
     DataBucket,
     DataRepositoryAssociations,
@@ -479,58 +480,6 @@ class ClusterStack(EnvironmentStack):
                 ),
                 "How to reach the Slurm controller (SSM)",
             )
-
-
-def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
-    """The settings the lifecycle scripts read on the node (``settings.json``).
-
-    Only literal values: a token here would change the content hash on every synth.
-    None values are left out: the uploaded JSON must be the one hashed.
-    """
-    from hyperpod_cdk.config.node_setup import USERS_FILE_ON_NODE
-
-    fsx_cfg = config.storage.fsx
-    fsx: dict[str, Any] = {
-        "enabled": fsx_cfg.enabled,
-        "mount_path": fsx_cfg.mount_path,
-        "efa": fsx_cfg.efa_enabled,
-    }
-    if fsx_cfg.enabled:
-        fsx["type"] = "lustre"
-        # HyperPod mounts FSx on Slurm nodes (InstanceStorageConfigs); on EKS pods use the FSx
-        # CSI driver and the node does not mount it.
-        fsx["mounted_by"] = "hyperpod" if config.is_slurm else "none"
-        # An adopted file system's names are literals: the scripts can mount it themselves
-        # should HyperPod's mount not appear (a created one's names are deploy-time tokens).
-        if fsx_cfg.dns_name and fsx_cfg.mount_name:
-            fsx["dns_name"] = fsx_cfg.dns_name
-            fsx["mount_name"] = fsx_cfg.mount_name
-    setup = config.cluster.node_setup
-    node_setup = setup.model_dump(mode="json", exclude={"users_file"})
-    if config.is_slurm and setup.users_file is not None:
-        node_setup["users_file"] = USERS_FILE_ON_NODE
-    return {
-        "environment": config.name,
-        "orchestrator": config.orchestrator,
-        "cluster_name": config.cluster_name,
-        "lifecycle_hook": config.cluster.lifecycle_hook,
-        "fsx": fsx,
-        "slurm_accounting_database": config.is_slurm
-        and config.cluster.slurm_settings.accounting_database,
-        "node_setup": node_setup,
-        "instance_groups": {
-            g.name: {
-                key: value
-                for key, value in (
-                    ("node_type", g.effective_node_type if config.is_slurm else "eks"),
-                    ("partition", g.effective_partition),
-                    ("instance_type", g.instance_type),
-                )
-                if value is not None
-            }
-            for g in config.cluster.instance_groups
-        },
-    }
 
 
 @dataclass

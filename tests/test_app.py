@@ -62,7 +62,11 @@ def test_a_synth_writes_every_stack_prints_every_line_and_leaves_no_temporary_fi
     # so ending the process without waiting for it loses no line of its output
     _, _, warnings = load_file(ROOT / CONFIG, ROOT)
     assert warnings
-    assert (done.stdout, done.stderr.splitlines()) == ("", [str(w) for w in warnings])
+    summary = (
+        f"{CONFIG}: environment 'research-full' (slurm, us-west-2), cluster 'research-full' with "
+        "6 instance groups, 14 nodes"
+    )
+    assert (done.stdout, done.stderr.splitlines()) == ("", [*map(str, warnings), summary])
 
     manifest = json.loads((outdir / "manifest.json").read_text(encoding="utf-8"))
     stacks = {
@@ -161,3 +165,40 @@ def test_the_pinned_jsii_has_what_end_process_uses() -> None:
     assert runtime._process.stdin is not None
     assert callable(runtime._ctx_stack.close)
     assert callable(runtime.stop)
+
+
+def test_a_second_config_file_is_refused_not_ignored(
+    app_module: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
+    assert app_module.main(["app.py", "a.yaml", "b.yaml"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "usage: python app.py [CONFIG] (or cdk synth -c config=CONFIG); got 2 arguments: "
+        "a.yaml b.yaml"
+    ]
+
+
+def test_a_pipeline_file_says_what_it_synthesizes(
+    app_module: ModuleType, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stacks.app_builder
+
+    synthesized: list[object] = []
+
+    def build_pipeline_app(config: object, stages: object, **_: object) -> tuple[object, None]:
+        return SimpleNamespace(synth=lambda: synthesized.append(config)), None
+
+    monkeypatch.setattr(stacks.app_builder, "build_pipeline_app", build_pipeline_app)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("CDK_CONTEXT_JSON", raising=False)
+    assert app_module.main(["app.py", "config/examples/pipeline.yaml"]) == 0
+    assert len(synthesized) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "config/examples/pipeline.yaml: pipeline 'ml-research' (account 111122223333, us-west-2) "
+        "with 2 stages: dev (account 444455556666, us-west-2), prod (account 777788889999, "
+        "us-west-2, after a manual approval)"
+    ]

@@ -49,6 +49,7 @@ _EXPORTS = {
     "LifecycleRef": "hyperpod_cdk.cluster",
     "LifecycleScripts": "hyperpod_cdk.cluster",
     "SlurmAccountingDatabase": "hyperpod_cdk.cluster",
+    "node_settings": "hyperpod_cdk.node_settings",
     # EKS orchestration
     "AdoptedEksCluster": "hyperpod_cdk.eks.cluster",
     "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
@@ -145,6 +146,7 @@ __all__ = [
     "check_environment",
     "load_config",
     "load_environment",
+    "node_settings",
     "parse",
     "recommended_context",
     "register_compliance_packs",
@@ -200,6 +202,7 @@ if TYPE_CHECKING:
     from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey
     from hyperpod_cdk.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork
+    from hyperpod_cdk.node_settings import node_settings
     from hyperpod_cdk.storage import (
         DataBucket,
         DataRepositoryAssociations,

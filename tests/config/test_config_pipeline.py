@@ -269,7 +269,9 @@ def test_validate_checks_the_stages_of_a_pipeline_file() -> None:
     assert result.returncode == 0, result.stderr
     assert (
         result.stdout
-        == "config/examples/pipeline.yaml: valid: pipeline 'ml-research' with 2 stages\n"
+        == "config/examples/pipeline.yaml: valid: pipeline 'ml-research' (account 111122223333, "
+        "us-west-2) with 2 stages: dev (account 444455556666, us-west-2), prod (account "
+        "777788889999, us-west-2, after a manual approval)\n"
     )
 
 

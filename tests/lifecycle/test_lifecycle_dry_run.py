@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from lifecycle_testkit import DryRunner, dry
 
 CONTROLLER_STEPS = [
@@ -365,7 +366,63 @@ def test_an_unregistered_pyxis_is_registered_once(fake_node) -> None:
 
 
 def test_dry_run_cli_prints_the_step_list(capsys: pytest.CaptureFixture[str]) -> None:
-    assert dry.main(["eks", "--quiet"]) == 0
+    assert dry.main(["controller", "--quiet"]) == 0  # config/default.yaml
     out = capsys.readouterr().out
-    assert out.startswith("Steps on the fake eks node:\n  1. read settings\n  2. identify node\n")
+    assert out.startswith(
+        "Dry run of config/default.yaml, group controller (10.1.0.10)\n"
+        "Steps on the fake controller node:\n  1. read settings\n  2. identify node\n"
+    )
     assert "Result: ok" in out
+
+
+def test_a_config_gives_the_node_what_its_synth_uploads(tmp_path: Path) -> None:
+    """Settings, users file, scripts and the cluster's groups all come from the config."""
+    from hyperpod_cdk.config import load_environment
+    from hyperpod_cdk.config.node_setup import lifecycle_extra_files
+    from hyperpod_cdk.node_settings import node_settings
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lifecycle_assets").symlink_to(dry.SCRIPTS)
+    (project / "users.yaml").write_text(
+        "users:\n  - name: carol\n    uid: 2101\n  - name: dave\n    uid: 2102\n"
+    )
+    config = project / "env.yaml"
+    data = yaml.safe_load((dry.PROJECT_ROOT / "config/examples/full.yaml").read_text())
+    data["cluster"].setdefault("node_setup", {})["users_file"] = "users.yaml"
+    config.write_text(yaml.safe_dump(data))
+    cluster = dry.from_config("compute", config, "cpu", project_root=project)
+    loaded = load_environment(config, project)
+    assert cluster.settings == node_settings(loaded)
+    assert cluster.settings["node_setup"]["users_file"] == "users.json"
+    assert cluster.group == "cpu"
+    assert [g["Name"] for g in cluster.resource_config["InstanceGroups"]] == [
+        g.name for g in loaded.cluster.instance_groups
+    ]
+
+    base = dry.prepare("compute", tmp_path / "node", cluster=cluster)
+    assert json.loads((base / "scripts/settings.json").read_text()) == cluster.settings
+    expected_users = lifecycle_extra_files(loaded, project)["users.json"]
+    assert (base / "scripts/users.json").read_text() == expected_users
+    result = dry.run("compute", base, address=cluster.address)
+    assert result.returncode == 0, result.output
+    assert "users and groups" in result.steps
+    assert any("carol" in command for command in result.commands)
+    assert not any("alice" in command for command in result.commands)  # the test cluster's users
+
+
+def test_the_cli_says_which_config_it_ran(capsys: pytest.CaptureFixture[str]) -> None:
+    assert dry.main(["eks", "--config", "config/examples/eks-minimal.yaml", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Dry run of config/examples/eks-minimal.yaml, group ")
+
+
+def test_an_invalid_config_is_config_errors_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\n")
+    assert dry.main(["compute", "--config", str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() and all(line.startswith("config error: ") for line in err.splitlines())

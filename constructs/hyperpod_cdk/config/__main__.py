@@ -11,8 +11,9 @@ import json
 import sys
 from pathlib import Path
 
-from hyperpod_cdk.config.loader import ConfigError, validate_file
+from hyperpod_cdk.config.loader import ConfigError, load_file
 from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.summary import describe
 
 
 def main(argv: list[str]) -> int:
@@ -24,22 +25,14 @@ def main(argv: list[str]) -> int:
         return 2
     path = Path(argv[0])
     try:
-        cfg, warnings = validate_file(path)
+        cfg, stages, warnings = load_file(path)
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)
         return 2
     for warning in warnings:
         print(warning, file=sys.stderr)
-    if isinstance(cfg, EnvironmentConfig):
-        groups = cfg.cluster.instance_groups
-        nodes = sum(g.count for g in groups)
-        print(
-            f"{path}: valid: environment {cfg.name!r} ({cfg.orchestrator}, {cfg.region}), "
-            f"cluster {cfg.cluster_name!r} with {len(groups)} instance groups, {nodes} nodes"
-        )
-    else:
-        print(f"{path}: valid: pipeline {cfg.name!r} with {len(cfg.pipeline.stages)} stages")
+    print(f"{path}: valid: {describe(cfg, stages)}")
     return 0
 
 
