@@ -2,9 +2,11 @@
 # Shared storage: the FSx mount (HyperPod's, verified; or the scripts' own) and EFA to FSx.
 
 # FSx for Lustre guide, "Mounting from an Amazon EC2 instance": mount -t lustre -o relatime,flock
-# <dns_name>@tcp:/<mount_name> <path>; "Mounting automatically": these fstab options, so the
-# mount waits for the network at boot.
-LUSTRE_FSTAB_OPTIONS="defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service"
+# <dns_name>@tcp:/<mount_name> <path>; "Mounting automatically": mount once the network is up at
+# boot. Ubuntu has no network.service (the guide's Amazon Linux line): network-online.target, as
+# AWS's mount_fsx.sh writes it; with EFA, also after the unit that sets up the EFA Lustre client.
+LUSTRE_FSTAB_OPTIONS="defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
+EFA_LUSTRE_CLIENT_UNIT=configure-efa-fsx-lustre-client.service
 # FSx for OpenZFS guide, "Mounting from an Amazon EC2 instance": NFS v4.1 (v4.2 for some features).
 OPENZFS_FSTAB_OPTIONS="nfsvers=4.1,_netdev"
 
@@ -31,6 +33,9 @@ mount_fsx_ourselves() {
     type=nfs options="$OPENZFS_FSTAB_OPTIONS"
   else
     type=lustre options="$LUSTRE_FSTAB_OPTIONS"
+    if is_on fsx.efa && [[ -n "$(efa_devices)" ]]; then
+      options+=",x-systemd.after=$EFA_LUSTRE_CLIENT_UNIT"
+    fi
   fi
   mkdir -p "$R$path"
   if append_once "$R/etc/fstab" "$source $path $type $options 0 0"; then

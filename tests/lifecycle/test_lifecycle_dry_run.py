@@ -254,7 +254,7 @@ ADOPTED = {
 }
 LUSTRE_FSTAB = (
     "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com@tcp:/abcdefgh /fsx lustre "
-    "defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network.service 0 0"
+    "defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
 )
 
 
@@ -270,7 +270,15 @@ def test_scripts_mount_fsx_with_retries_when_they_own_the_mount(fake_node) -> No
         result = dry.run("login", base)
         assert result.returncode == 0, result.output
         assert "mount FSx" in result.steps
-    assert lines(base / "node/etc/fstab").count(LUSTRE_FSTAB) == 1
+    assert lines(base / "node/etc/fstab").count(f"{LUSTRE_FSTAB} 0 0") == 1
+
+
+def test_an_efa_node_mounts_fsx_after_the_efa_lustre_client_is_set_up(fake_node) -> None:
+    base = fake_node("compute", {**ADOPTED, "fsx.mounted_by": "script"})
+    unmount_fsx(base)
+    assert dry.run("compute", base).returncode == 0
+    after = "x-systemd.after=configure-efa-fsx-lustre-client.service"
+    assert f"{LUSTRE_FSTAB},{after} 0 0" in lines(base / "node/etc/fstab")
 
 
 def test_an_adopted_file_system_is_mounted_when_hyperpod_did_not(fake_node) -> None:
