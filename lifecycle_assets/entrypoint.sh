@@ -71,8 +71,8 @@ identify_node() {
   assignments="$(node_py identify "$SETTINGS" "$RESOURCE_CONFIG")" || fail "cannot place this node in the cluster"
   eval "$assignments"
   # set by the eval above
-  : "${NODE_ROLE:?}" "${NODE_GROUP:?}" "${NODE_INSTANCE_TYPE?}" "${NODE_GPU:?}"
-  log "role $NODE_ROLE, group $NODE_GROUP, instance type ${NODE_INSTANCE_TYPE:-unknown}, GPU $NODE_GPU"
+  : "${NODE_ROLE:?}" "${NODE_GROUP:?}" "${NODE_INSTANCE_TYPE?}" "${NODE_GPU:?}" "${NODE_GPU_SOURCE:?}"
+  log "role $NODE_ROLE, group $NODE_GROUP, instance type ${NODE_INSTANCE_TYPE:-unknown}, GPU $NODE_GPU ($NODE_GPU_SOURCE)"
 }
 
 main() {

@@ -5,7 +5,8 @@
         every scalar setting as a shell assignment, ``S_fsx_mount_path='/fsx'`` (dots become _)
     node.py identify SETTINGS_JSON RESOURCE_CONFIG
         which node this is: NODE_ROLE (controller|login|compute|eks), NODE_GROUP, NODE_NAME,
-        NODE_INSTANCE_TYPE, NODE_GPU, as shell assignments
+        NODE_INSTANCE_TYPE, NODE_GPU (true|false, from the hardware) and NODE_GPU_SOURCE (what
+        decided it), as shell assignments
     node.py users USERS_JSON
         one tab-separated line per user (``user NAME UID GROUPS``) and per public key
         (``key NAME KEY``)
@@ -35,8 +36,14 @@ from pathlib import Path
 from typing import Any
 
 _NAME = re.compile(r"^[A-Za-z0-9_]+$")
-# Instance families with NVIDIA GPUs: ml.p*, ml.g* (Trainium/Inferentia have none).
+# Instance families with NVIDIA GPUs: ml.p*, ml.g* (Trainium/Inferentia have none). Only a hint
+# in the log: the hardware decides (a flexible group's resource config names no single type).
 _GPU_FAMILY = re.compile(r"^(ml\.)?[pg][0-9]")
+# PCI IDs (pci-ids.ucw.cz): NVIDIA's vendor id, and the display controller class (0x03xxxx: VGA
+# 0x0300, 3D 0x0302) that its GPUs have; an NVSwitch is a bridge (0x0680), not a GPU.
+NVIDIA_PCI_VENDOR = "0x10de"
+DISPLAY_CONTROLLER_CLASS = "0x03"
+_PCI_DEVICES = "sys/bus/pci/devices"
 # On Nitro instances the DMI board asset tag holds the EC2 instance id.
 _ASSET_TAG = "sys/devices/virtual/dmi/id/board_asset_tag"
 
@@ -123,7 +130,27 @@ def find_instance(
 
 
 def is_gpu(instance_type: str) -> bool:
+    """True for an instance type name of an NVIDIA GPU family (a hint; see :func:`gpu_source`)."""
     return bool(_GPU_FAMILY.match(instance_type))
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="ascii").strip().lower()
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def gpu_source(root: Path) -> str | None:
+    """What shows this node has an NVIDIA GPU (a PCI device, else /dev/nvidia0), or None."""
+    devices = root / _PCI_DEVICES
+    for device in sorted(devices.iterdir()) if devices.is_dir() else []:
+        vendor, kind = _read(device / "vendor"), _read(device / "class")
+        if vendor == NVIDIA_PCI_VENDOR and kind.startswith(DISPLAY_CONTROLLER_CLASS):
+            return f"NVIDIA PCI device {device.name}"
+    if (root / "dev/nvidia0").exists():
+        return "/dev/nvidia0"
+    return None
 
 
 def identify(
@@ -131,8 +158,10 @@ def identify(
     resource_config_path: Path,
     addresses: set[str],
     own_id: str | None,
+    root: Path = Path("/"),
 ) -> dict[str, str]:
-    """NODE_* values of this node; NodeError when a Slurm node cannot be placed."""
+    """NODE_* values of this node (``root``: where its /sys and /dev are); NodeError when a
+    Slurm node cannot be placed."""
     orchestrator = settings.get("orchestrator")
     groups = settings.get("instance_groups") or {}
     found = None
@@ -167,12 +196,20 @@ def identify(
     instance_type = str(
         group.get("InstanceType") or (groups.get(group_name) or {}).get("instance_type") or ""
     )
+    found_gpu = gpu_source(root)
+    if found_gpu is not None:
+        source = found_gpu
+    else:
+        source = "no NVIDIA PCI device and no /dev/nvidia0"
+        if is_gpu(instance_type):
+            source += f" (although {instance_type} is a GPU instance type)"
     return {
         "ROLE": role,
         "GROUP": group_name,
         "NAME": str(instance.get("InstanceName", "")),
         "INSTANCE_TYPE": instance_type,
-        "GPU": "true" if is_gpu(instance_type) else "false",
+        "GPU": "true" if found_gpu is not None else "false",
+        "GPU_SOURCE": source,
     }
 
 
@@ -226,7 +263,9 @@ def main(argv: list[str]) -> int:
             root = Path(os.environ.get("HYPERPOD_ROOT") or "/")
             override = os.environ.get("HYPERPOD_NODE_IP")
             addresses = {override} if override else local_addresses()
-            values = identify(read_json(Path(args[0])), Path(args[1]), addresses, instance_id(root))
+            values = identify(
+                read_json(Path(args[0])), Path(args[1]), addresses, instance_id(root), root
+            )
             sys.stdout.write(shell_assignments(list(values.items()), "NODE_"))
         elif command == "users" and len(args) == 1:
             sys.stdout.write(user_lines(read_json(Path(args[0]))))

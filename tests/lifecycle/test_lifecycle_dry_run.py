@@ -434,3 +434,16 @@ def test_an_invalid_config_is_config_errors_only(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.splitlines() and all(line.startswith("config error: ") for line in err.splitlines())
+
+
+def test_a_flexible_group_on_gpu_hardware_gets_the_gpu_steps(tmp_path: Path) -> None:
+    """A group with instance_types: the hardware, not the type's name, decides the GPU steps."""
+    cluster = dry.from_config("compute", dry.PROJECT_ROOT / "config/examples/full.yaml", "flex")
+    for group in cluster.resource_config["InstanceGroups"]:
+        if group["Name"] == "flex":
+            group["InstanceType"] = "ml.flexible"  # a name that says nothing about GPUs
+    base = dry.prepare("compute", tmp_path / "node", cluster=cluster)
+    result = dry.run("compute", base, address=cluster.address)
+    assert result.returncode == 0, result.output
+    assert "GPU true (NVIDIA PCI device 0000:53:00.0)" in result.output
+    assert "NVIDIA container toolkit" in result.steps

@@ -77,19 +77,69 @@ def test_settings_command_prints_assignments(tmp_path: Path) -> None:
 def test_identify_finds_the_node_by_its_address(
     address: str, role: str, group: str, gpu: str
 ) -> None:
-    values = node.identify(SLURM_SETTINGS, SLURM_CONFIG, {address}, None)
+    values = node.identify(
+        SLURM_SETTINGS, SLURM_CONFIG, {address}, None, FAKE_NODE / "nodes" / role
+    )
     assert (values["ROLE"], values["GROUP"], values["GPU"]) == (role, group, gpu)
 
 
 def test_identify_finds_the_node_by_its_instance_id() -> None:
-    values = node.identify(SLURM_SETTINGS, SLURM_CONFIG, {"192.0.2.1"}, "i-0ccccccccccccccc2")
+    values = node.identify(
+        SLURM_SETTINGS,
+        SLURM_CONFIG,
+        {"192.0.2.1"},
+        "i-0ccccccccccccccc2",
+        FAKE_NODE / "nodes/compute",
+    )
     assert values == {
         "ROLE": "compute",
         "GROUP": "gpu",
         "NAME": "gpu-2",
         "INSTANCE_TYPE": "ml.p5.48xlarge",
         "GPU": "true",
+        "GPU_SOURCE": "NVIDIA PCI device 0000:53:00.0",
     }
+
+
+def _pci(root: Path, address: str, vendor: str, kind: str) -> None:
+    device = root / "sys/bus/pci/devices" / address
+    device.mkdir(parents=True)
+    (device / "vendor").write_text(f"{vendor}\n")
+    (device / "class").write_text(f"{kind}\n")
+
+
+def test_the_hardware_decides_whether_a_node_has_a_gpu(tmp_path: Path) -> None:
+    """A flexible group's resource config may name any of its types; the hardware does not lie."""
+    settings: dict[str, Any] = {**SLURM_SETTINGS}
+    config = json.loads(SLURM_CONFIG.read_text())
+    config["InstanceGroups"][2]["InstanceType"] = "ml.c5.18xlarge"  # not a GPU type by name
+    path = tmp_path / "resource_config.json"
+    path.write_text(json.dumps(config))
+    root = tmp_path / "root"
+    _pci(root, "0000:00:05.0", "0x1d0f", "0x020000")  # the ENA network interface
+    _pci(root, "0000:a8:00.0", "0x10de", "0x068000")  # an NVSwitch: NVIDIA, but a bridge
+    values = node.identify(settings, path, {"10.1.1.30"}, None, root)
+    assert (values["GPU"], values["GPU_SOURCE"]) == (
+        "false",
+        "no NVIDIA PCI device and no /dev/nvidia0",
+    )
+    _pci(root, "0000:53:00.0", "0x10DE", "0x030200")
+    values = node.identify(settings, path, {"10.1.1.30"}, None, root)
+    assert (values["GPU"], values["GPU_SOURCE"]) == ("true", "NVIDIA PCI device 0000:53:00.0")
+
+
+def test_a_gpu_type_without_gpu_hardware_says_so(tmp_path: Path) -> None:
+    values = node.identify(SLURM_SETTINGS, SLURM_CONFIG, {"10.1.1.30"}, None, tmp_path)
+    assert values["GPU"] == "false"
+    assert values["GPU_SOURCE"] == (
+        "no NVIDIA PCI device and no /dev/nvidia0 (although ml.p5.48xlarge is a GPU instance type)"
+    )
+    (tmp_path / "dev").mkdir()
+    (tmp_path / "dev/nvidia0").touch()
+    assert (
+        node.identify(SLURM_SETTINGS, SLURM_CONFIG, {"10.1.1.30"}, None, tmp_path)["GPU_SOURCE"]
+        == "/dev/nvidia0"
+    )
 
 
 def test_a_slurm_node_not_in_the_resource_config_is_an_error() -> None:
