@@ -33,14 +33,21 @@ source "$HERE/steps/slurm.sh"
 source "$HERE/steps/observability.sh"
 
 LIFECYCLE_LOG=/var/log/provision/hyperpod-lifecycle.log
+# where AWS's runbooks and support look on a node (HyperPod's own provisioning log)
+PROVISIONING_LOG=/var/log/provision/provisioning.log
 mkdir -p "$(dirname "$R$LIFECYCLE_LOG")"
-# One log per node: the file on the node, and stdout, which HyperPod sends to the cluster's
+# One log per node: the files on the node, and stdout, which HyperPod sends to the cluster's
 # CloudWatch log stream (/aws/sagemaker/Clusters/<name>/<id>).
-exec > >(tee -a "$R$LIFECYCLE_LOG") 2>&1
+exec > >(tee -a "$R$LIFECYCLE_LOG" "$R$PROVISIONING_LOG") 2>&1
 TEE_PID=$!
 
 finish() {
   local rc=$?
+  if ((rc != 0)); then
+    # a failed node is reported (and may be replaced) as soon as this exits: give the log
+    # shipping a moment to send the failure line to CloudWatch first
+    sleep "$FLUSH_SECONDS"
+  fi
   # let tee write the last lines before the script's exit status reaches HyperPod
   exec 1>&- 2>&-
   wait "$TEE_PID" 2>/dev/null || true

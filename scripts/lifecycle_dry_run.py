@@ -260,6 +260,7 @@ def environment(
         HYPERPOD_ROOT=str(base / "node"),
         HYPERPOD_NODE_IP=address or NODES[node][1],
         HYPERPOD_POLL_SECONDS="0",
+        HYPERPOD_FLUSH_SECONDS="0",
         DRY_RUN="1",
         DRY_RUN_SIMULATORS=str(FAKE_NODE / "bin"),
         LC_ALL="C.UTF-8",

@@ -17,6 +17,9 @@ DRY_RUN="${DRY_RUN:-0}"
 DRY_RUN_SIMULATORS="${DRY_RUN_SIMULATORS:-}"
 # Seconds between polls of a mount or a service; the dry run sets 0.
 POLL_SECONDS="${HYPERPOD_POLL_SECONDS:-10}"
+# Seconds a failed run waits before it exits, so the last log lines reach CloudWatch; the dry
+# run sets 0.
+FLUSH_SECONDS="${HYPERPOD_FLUSH_SECONDS:-10}"
 # The HyperPod DLAMI mounts the local NVMe instance store at /opt/dlami/nvme (dlami-nvme.service)
 # and a group's extra EBS volume (InstanceStorageConfigs EbsVolumeConfig) at /opt/sagemaker.
 NVME_MOUNT=/opt/dlami/nvme
@@ -143,12 +146,12 @@ service_active() { probe systemctl is-active --quiet "$1"; }
 # append_once FILE LINE: add LINE to FILE unless it is there already (exact line match).
 append_once() {
   local file="$1" line="$2"
-  mkdir -p "$(dirname "$file")"
-  touch "$file"
+  mkdir -p "$(dirname "$file")" && touch "$file" || fail "cannot write $file"
   if grep -qxF -- "$line" "$file"; then
     return 1
   fi
-  printf '%s\n' "$line" >>"$file"
+  # as in write_file: a failed write is a failure, never "already there"
+  printf '%s\n' "$line" >>"$file" || fail "cannot write $file"
 }
 
 # write_file FILE: write stdin to FILE when the content differs; true when it changed.
@@ -158,8 +161,8 @@ write_file() {
   if [[ -f "$file" && "$(cat "$file")" == "$content" ]]; then
     return 1
   fi
-  mkdir -p "$(dirname "$file")"
-  printf '%s\n' "$content" >"$file"
+  # inside `if write_file ...` a failed write would read as "unchanged": it fails the step
+  mkdir -p "$(dirname "$file")" && printf '%s\n' "$content" >"$file" || fail "cannot write $file"
 }
 
 # node_py ARGS...: the standard-library helper beside the scripts.

@@ -14,6 +14,9 @@
         set a top-level key of a JSON file (created when missing); prints changed/unchanged
     node.py json-has FILE KEY [SUBKEY]
         exit 0 when the key (and subkey) exists
+    node.py toml-set-top FILE KEY STRING
+        set a top-level string key of a TOML file (containerd's config.toml; created with
+        ``version = 2`` when missing); prints changed/unchanged
 
 HyperPod writes the cluster's resource config to /opt/ml/config/resource_config.json
 (the path is also in SAGEMAKER_RESOURCE_CONFIG_PATH):
@@ -248,6 +251,33 @@ def json_has(path: Path, keys: list[str]) -> bool:
     return True
 
 
+_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
+_TOML_TABLE = re.compile(r"^\s*\[")
+
+
+def toml_set_top(path: Path, key: str, value: str) -> bool:
+    """Set the top-level ``key = "value"`` of a TOML file (before its first table), keeping every
+    other line; True when the file changed. Line-based: the node's Python (3.10 on Ubuntu 22.04)
+    has no TOML parser, and containerd's config keeps top-level keys on one line each."""
+    text = path.read_text(encoding="utf-8") if path.is_file() else "version = 2\n"
+    lines = text.splitlines()
+    wanted = f"{key} = {json.dumps(value)}"
+    end = next((i for i, line in enumerate(lines) if _TOML_TABLE.match(line)), len(lines))
+    for index in range(end):
+        match = _TOML_KEY.match(lines[index])
+        if match and match.group(1) == key:
+            if lines[index].strip() == wanted:
+                return False
+            lines[index] = wanted
+            break
+    else:
+        # after the leading comments and keys (containerd reads `version` first either way)
+        lines.insert(end, wanted)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return True
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
@@ -272,6 +302,8 @@ def main(argv: list[str]) -> int:
         elif command == "json-set" and len(args) == 3:
             changed = json_set(Path(args[0]), args[1], json.loads(args[2]))
             print("changed" if changed else "unchanged")
+        elif command == "toml-set-top" and len(args) == 3:
+            print("changed" if toml_set_top(Path(args[0]), args[1], args[2]) else "unchanged")
         elif command == "json-has" and len(args) >= 2:
             return 0 if json_has(Path(args[0]), args[1:]) else 1
         else:

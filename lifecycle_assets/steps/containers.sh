@@ -3,12 +3,15 @@
 # compute nodes), enroot and pyxis (Slurm), containerd data on the EBS volume (EKS).
 
 DOCKER_DAEMON_JSON=/etc/docker/daemon.json
+CONTAINERD_CONFIG=/etc/containerd/config.toml
+# The DLAMI's unit that assembles and mounts the local NVMe instance store at $NVME_MOUNT.
+NVME_UNIT=dlami-nvme.service
 
-# local_data_mount: the local NVMe mount when there is one (waiting briefly for dlami-nvme,
-# which can finish after the lifecycle script starts), else the group's EBS volume; empty when
-# the node has neither.
+# local_data_mount: the local NVMe mount when there is one (waiting for the DLAMI's unit that
+# mounts it, which can finish after the lifecycle script starts), else the group's EBS volume;
+# empty when the node has neither.
 local_data_mount() {
-  if [[ -d "$R$NVME_MOUNT" ]] && ! is_mounted "$NVME_MOUNT"; then
+  if ! is_mounted "$NVME_MOUNT" && probe systemctl is-enabled --quiet "$NVME_UNIT"; then
     wait_for_mount "$NVME_MOUNT" 12 >/dev/null || true
   fi
   if is_mounted "$NVME_MOUNT"; then
@@ -25,7 +28,7 @@ restart_docker() {
 }
 
 step_container_runtime() {
-  local name="container runtime on NVMe" mount data result changed=0
+  local name="container runtime on NVMe" mount data result changed=0 containerd_changed=0 unit after service
   current_step "$name"
   if ! is_on node_setup.container_runtime_on_nvme true; then
     skip "$name" "node_setup.container_runtime_on_nvme is off"
@@ -46,21 +49,52 @@ step_container_runtime() {
     return
   fi
   data="$mount/docker"
-  mkdir -p "$R$data/data-root" "$R$data/tmp"
+  mkdir -p "$R$data/data-root" "$R$data/tmp" "$R$data/containerd"
   # Docker's data on Lustre does not work (overlay2 needs a local file system): local disks only.
   result="$(node_py json-set "$R$DOCKER_DAEMON_JSON" data-root "\"$data/data-root\"")" \
     || fail "cannot set data-root in $DOCKER_DAEMON_JSON"
   [[ "$result" == changed ]] && changed=1
-  if write_file "$R/etc/systemd/system/docker.service.d/hyperpod-data.conf" <<EOF; then
-[Service]
-Environment="DOCKER_TMPDIR=$data/tmp"
+  # Docker 29 keeps images in containerd's image store, which data-root does not move:
+  # containerd's own root goes to the local disk too.
+  result="$(node_py toml-set-top "$R$CONTAINERD_CONFIG" root "$data/containerd")" \
+    || fail "cannot set root in $CONTAINERD_CONFIG"
+  if [[ "$result" == changed ]]; then
+    containerd_changed=1
+  fi
+  # At boot, neither may start before the disk is mounted, or it writes to the root volume.
+  after=""
+  if [[ "$mount" == "$NVME_MOUNT" ]]; then
+    after="After=$NVME_UNIT"
+  fi
+  for unit in docker containerd; do
+    service=""
+    if [[ "$unit" == docker ]]; then
+      service="[Service]
+Environment=\"DOCKER_TMPDIR=$data/tmp\""
+    fi
+    if write_file "$R/etc/systemd/system/$unit.service.d/hyperpod-data.conf" <<EOF; then
+[Unit]
+RequiresMountsFor=$mount
+$after
+$service
 EOF
+      changed=1
+      if [[ "$unit" == containerd ]]; then
+        containerd_changed=1
+      fi
+    fi
+  done
+  if ((containerd_changed)); then
+    # Docker runs on containerd: stop it first, start it after
+    try_run systemctl stop docker || true
+    run systemctl daemon-reload
+    run systemctl restart containerd
     changed=1
   fi
   if ((changed)); then
     restart_docker
   fi
-  log "Docker data on $data"
+  log "Docker and containerd data on $data"
 }
 
 step_nvidia_toolkit() {

@@ -9,6 +9,7 @@ that names the setting.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -121,9 +122,59 @@ def test_eks_moves_containerd_and_kubelet_to_the_ebs_volume(dry_run: DryRunner) 
 
 
 def test_slurm_nodes_put_docker_data_on_the_fastest_local_disk(dry_run: DryRunner) -> None:
-    assert "Docker data on /opt/dlami/nvme/docker" in dry_run("compute").output
+    assert "Docker and containerd data on /opt/dlami/nvme/docker" in dry_run("compute").output
     # the login node of the fake cluster has no instance store, only the group's EBS volume
-    assert "Docker data on /opt/sagemaker/docker" in dry_run("login").output
+    assert "Docker and containerd data on /opt/sagemaker/docker" in dry_run("login").output
+
+
+def test_docker_images_move_with_containerd_and_wait_for_the_disk(dry_run: DryRunner) -> None:
+    """Docker 29 keeps images in containerd's store: data-root alone leaves them on the root
+    volume. Both daemons start only once the local disk is mounted."""
+    result = dry_run("compute")
+    root = dry_run.root("compute") / "node"
+    config = (root / "etc/containerd/config.toml").read_text()
+    assert 'root = "/opt/dlami/nvme/docker/containerd"' in config.splitlines()
+    daemon = json.loads((root / "etc/docker/daemon.json").read_text())
+    assert daemon["data-root"] == "/opt/dlami/nvme/docker/data-root"
+    for unit in ("docker", "containerd"):
+        dropin = (root / f"etc/systemd/system/{unit}.service.d/hyperpod-data.conf").read_text()
+        assert "RequiresMountsFor=/opt/dlami/nvme" in dropin.splitlines()
+        assert "After=dlami-nvme.service" in dropin.splitlines()
+    commands = result.commands
+    order = [commands.index(c) for c in ("systemctl stop docker", "systemctl restart containerd",
+                                         "systemctl restart docker")]  # fmt: skip
+    assert order == sorted(order)
+    login = dry_run.root("login") / "node/etc/systemd/system/docker.service.d/hyperpod-data.conf"
+    assert "RequiresMountsFor=/opt/sagemaker" in login.read_text().splitlines()
+    assert "After=dlami-nvme.service" not in login.read_text()
+
+
+def _count_sleeps(base: Path) -> Path:
+    """Make ``sleep`` on the fake node's PATH record its calls (in the returned file)."""
+    calls = base / "sleep-calls"
+    sleep = base / "bin/sleep"
+    sleep.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    sleep.chmod(0o755)
+    return calls
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_local_disk_is_waited_for_only_when_its_unit_will_mount_it(
+    fake_node, enabled: bool
+) -> None:
+    """The DLAMI's dlami-nvme.service mounts the instance store, maybe after the script starts;
+    the empty directory the AMI ships is no sign that a mount is coming."""
+    base = fake_node("compute")
+    mounts = base / "node/proc/self/mounts"
+    mounts.write_text("".join(f"{m}\n" for m in lines(mounts) if "/opt/dlami/nvme" not in m))
+    if not enabled:
+        (base / "node/run/fake-systemd/enabled/dlami-nvme.service").unlink()
+    calls = _count_sleeps(base)
+    result = dry.run("compute", base)
+    assert result.returncode == 0, result.output
+    assert (base / "node/opt/dlami/nvme").is_dir()
+    assert len(lines(calls) if calls.exists() else []) == (12 if enabled else 0)
+    assert "Docker and containerd data on /opt/sagemaker/docker" in result.output
 
 
 def test_accounting_is_waited_for_never_configured(dry_run: DryRunner) -> None:
@@ -447,3 +498,47 @@ def test_a_flexible_group_on_gpu_hardware_gets_the_gpu_steps(tmp_path: Path) -> 
     assert result.returncode == 0, result.output
     assert "GPU true (NVIDIA PCI device 0000:53:00.0)" in result.output
     assert "NVIDIA container toolkit" in result.steps
+
+
+def test_a_failed_write_fails_the_step_instead_of_reading_as_unchanged(fake_node) -> None:
+    base = fake_node("login")
+    (base / "node/etc/systemd/system").mkdir(parents=True, exist_ok=True)
+    (base / "node/etc/systemd/system/docker.service.d").write_text("")  # a file: mkdir fails
+    result = dry.run("login", base)
+    assert result.returncode == 1
+    assert (
+        "[lifecycle] FAILED in step 'container runtime on NVMe': cannot write "
+        f"{base}/node/etc/systemd/system/docker.service.d/hyperpod-data.conf" in result.output
+    )
+
+
+def test_the_log_is_also_where_aws_runbooks_look(dry_run: DryRunner) -> None:
+    dry_run("controller")
+    root = dry_run.root("controller") / "node/var/log/provision"
+    ours = (root / "hyperpod-lifecycle.log").read_text()
+    assert "[lifecycle] node setup complete" in ours
+    assert (root / "provisioning.log").read_text() == ours
+
+
+def test_a_failed_run_waits_for_its_log_to_be_shipped(fake_node) -> None:
+    base = fake_node("login")
+    calls = _count_sleeps(base)
+    env = {**dry.environment("login", base, fail="useradd"), "HYPERPOD_FLUSH_SECONDS": "7"}
+    (base / "scripts/users.json").write_text(json.dumps({"users": [{"name": "x", "uid": 2001}]}))
+    settings = json.loads((base / "scripts/settings.json").read_text())
+    settings["node_setup"]["users_file"] = "users.json"
+    (base / "scripts/settings.json").write_text(json.dumps(settings))
+    done = subprocess.run(
+        ["bash", str(base / "scripts/entrypoint.sh")], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout
+    assert calls.read_text().splitlines()[-1] == "7"
+    env["HYPERPOD_FAKE_FAIL"] = ""
+    calls.unlink()
+    done = subprocess.run(
+        ["bash", str(base / "scripts/entrypoint.sh")], env=env, capture_output=True, text=True,
+        timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout
+    assert "7" not in (calls.read_text().splitlines() if calls.exists() else [])

@@ -250,3 +250,24 @@ def test_main_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out == "changed\n"
     assert node.main(["json-has", str(path), "k"]) == 0
     assert node.main(["json-has", str(path), "nope"]) == 1
+
+
+def test_toml_set_top_sets_containerds_root_and_keeps_the_rest(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    assert node.toml_set_top(config, "root", "/opt/dlami/nvme/docker/containerd")
+    assert config.read_text() == 'version = 2\nroot = "/opt/dlami/nvme/docker/containerd"\n'
+    config.write_text(
+        '# from the package\nversion = 2\nroot = "/var/lib/containerd"\n\n[grpc]\n  root = "x"\n'
+    )
+    assert node.toml_set_top(config, "root", "/data/containerd")
+    assert config.read_text() == (
+        '# from the package\nversion = 2\nroot = "/data/containerd"\n\n[grpc]\n  root = "x"\n'
+    )
+    assert not node.toml_set_top(config, "root", "/data/containerd")  # unchanged: no restart
+
+
+def test_toml_set_top_puts_a_new_key_before_the_first_table(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('disabled_plugins = ["cri"]\n[plugins]\n  x = 1\n')
+    assert node.toml_set_top(config, "root", "/data")
+    assert config.read_text() == 'disabled_plugins = ["cri"]\nroot = "/data"\n[plugins]\n  x = 1\n'
