@@ -91,6 +91,17 @@ run() {
   try_run "$@" || fail "command failed (exit $?): $(show "$@")"
 }
 
+# apt_install PACKAGE...: install distribution packages, refreshing the package lists once per
+# run first (an AMI's lists are as old as the AMI: their versions may be gone from the mirror).
+APT_UPDATED=0
+apt_install() {
+  if ((!APT_UPDATED)); then
+    run apt-get -y -o DPkg::Lock::Timeout=120 update
+    APT_UPDATED=1
+  fi
+  run apt-get -y -o DPkg::Lock::Timeout=120 install "$@"
+}
+
 # probe CMD ARGS...: a read-only query of the system (systemctl is-active, lnetctl net show).
 # In the dry run only a simulator answers; without one the probe fails (exit 127).
 probe() {

@@ -41,7 +41,7 @@ step_container_runtime() {
   step "$name"
   if [[ ! -x "$R/usr/bin/docker" ]]; then
     # Docker from the Ubuntu archive (a distribution package, version-pinned by the release)
-    run apt-get -y -o DPkg::Lock::Timeout=120 install docker.io
+    apt_install docker.io
   fi
   mount="$(local_data_mount)"
   if [[ -z "$mount" ]]; then

@@ -2,6 +2,11 @@
 # Log rotation and the optional Prometheus exporters (node, DCGM, EFA).
 
 LOGROTATE_DIR=/etc/logrotate.d
+# A Slurm log at debug level can fill the root volume within a day: rotate it at this size too.
+# Ubuntu runs logrotate daily (logrotate.timer); an hourly run makes the size count (daily rules
+# still rotate once a day: logrotate keeps their state), so the logs stay under
+# (retention days + 1) x this size.
+SLURM_LOG_MAX_SIZE=1G
 
 step_log_rotation() {
   local name="log rotation" days others
@@ -38,6 +43,7 @@ EOF
 # Written by the HyperPod lifecycle scripts.
 /var/log/slurm/*.log {
     daily
+    maxsize $SLURM_LOG_MAX_SIZE
     rotate $days
     maxage $days
     missingok
@@ -52,6 +58,15 @@ EOF
     endscript
 }
 EOF
+  if write_file "$R/etc/systemd/system/logrotate.timer.d/hyperpod-hourly.conf" <<EOF; then
+# Written by the HyperPod lifecycle scripts: hourly, so maxsize in $LOGROTATE_DIR/hyperpod-slurm counts.
+[Timer]
+OnCalendar=
+OnCalendar=hourly
+EOF
+    run systemctl daemon-reload
+    run systemctl restart logrotate.timer
+  fi
 }
 
 # enable_unit UNIT CHANGED: enable and start a unit; restart it when its files changed.
@@ -75,8 +90,7 @@ step_node_exporter() {
   step "$name"
   if [[ ! -x "$R/usr/bin/prometheus-node-exporter" ]]; then
     # the Ubuntu package; it reads its flags from /etc/default/prometheus-node-exporter
-    run apt-get -y -o DPkg::Lock::Timeout=120 update
-    run apt-get -y -o DPkg::Lock::Timeout=120 install prometheus-node-exporter
+    apt_install prometheus-node-exporter
   fi
   if write_file "$R/etc/default/prometheus-node-exporter" <<EOF; then
 # Written by the HyperPod lifecycle scripts.

@@ -542,3 +542,26 @@ def test_a_failed_run_waits_for_its_log_to_be_shipped(fake_node) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stdout
     assert "7" not in (calls.read_text().splitlines() if calls.exists() else [])
+
+
+def test_packages_are_installed_from_refreshed_lists(fake_node) -> None:
+    """An AMI's package lists are as old as the AMI: install after update, once per run."""
+    base = fake_node("compute")
+    (base / "node/usr/bin/docker").unlink()
+    result = dry.run("compute", base)
+    assert result.returncode == 0, result.output
+    apt = [c for c in result.commands if c.startswith("apt-get")]
+    assert apt == [
+        "apt-get -y -o DPkg::Lock::Timeout=120 update",
+        "apt-get -y -o DPkg::Lock::Timeout=120 install docker.io",
+        "apt-get -y -o DPkg::Lock::Timeout=120 install prometheus-node-exporter",
+    ]
+
+
+def test_slurm_logs_are_capped_by_size_too(dry_run: DryRunner) -> None:
+    result = dry_run("controller")
+    root = dry_run.root("controller") / "node/etc"
+    assert "    maxsize 1G" in (root / "logrotate.d/hyperpod-slurm").read_text().splitlines()
+    timer = (root / "systemd/system/logrotate.timer.d/hyperpod-hourly.conf").read_text()
+    assert timer.splitlines()[-2:] == ["OnCalendar=", "OnCalendar=hourly"]
+    assert "systemctl restart logrotate.timer" in result.commands
