@@ -137,6 +137,18 @@ is_mounted() {
   return 1
 }
 
+# mount_of PATH: the mount point PATH is on (the longest mounted prefix; / when none).
+mount_of() {
+  local path="$1" best=/ _dev mnt _rest
+  [[ -r "$PROC_MOUNTS" ]] || { echo /; return 0; }
+  while read -r _dev mnt _rest; do
+    if [[ ( "$path" == "$mnt" || "$path" == "$mnt"/* ) && ${#mnt} -gt ${#best} ]]; then
+      best="$mnt"
+    fi
+  done <"$PROC_MOUNTS"
+  printf '%s\n' "$best"
+}
+
 # wait_for_mount PATH TRIES: poll until PATH is mounted; false after TRIES polls.
 wait_for_mount() {
   local path="$1" tries="$2" i

@@ -132,8 +132,53 @@ pyxis_plugin() {
   return 0
 }
 
+# Configless Slurm (HyperPod's compute and login nodes): slurmd reads the controller's files from
+# this cache, so a node's own $SLURM_DIR/etc does not count there.
+SLURMD_CONF_CACHE=/var/spool/slurmd/conf-cache
+ENROOT_CONF=/etc/enroot/enroot.conf
+
+# pyxis_registered FILE: FILE (or its .d directory) loads the pyxis plugin.
+pyxis_registered() { grep -rqsF "spank_pyxis.so" "$R$1" "$R$1.d"; }
+
+# enroot_path NAME: the directory enroot.conf gives NAME (ENROOT_DATA_PATH ...) with the per-user
+# part (${UID}, $(id -u)...) cut off: the directory a user's part is made in. Empty when unset.
+enroot_path() {
+  local value
+  value="$(sed -nE "s/^[[:space:]]*$1[[:space:]]+//p" "$R$ENROOT_CONF" 2>/dev/null | tail -n 1)"
+  if [[ "$value" == *'$'* ]]; then
+    value="${value%%\$*}"
+    value="${value%/*}"
+  fi
+  [[ -n "$value" ]] && printf '%s\n' "${value%/}"
+  return 0
+}
+
+# check_enroot_paths: enroot unpacks every image under its data and cache paths: on the root
+# volume (or Lustre, which it cannot use) the first big container fills or breaks the node.
+check_enroot_paths() {
+  local key path on
+  for key in ENROOT_RUNTIME_PATH ENROOT_CACHE_PATH ENROOT_DATA_PATH; do
+    path="$(enroot_path "$key")"
+    if [[ -z "$path" ]]; then
+      warn "$ENROOT_CONF sets no $key: enroot uses its default under the home directory"
+      continue
+    fi
+    on="$(mount_of "$path")"
+    case "$on" in
+      "$NVME_MOUNT" | "$EBS_MOUNT" | /run | /tmp) log "enroot $key $path is on $on" ;;
+      /) warn "enroot $key $path is on the root volume: large images can fill it" ;;
+      *)
+        if [[ "$on" == "$(setting fsx.mount_path /fsx)" ]]; then
+          fail "enroot $key $path is on the shared file system ($on), which enroot cannot use for its data; set it to local storage in $ENROOT_CONF"
+        fi
+        log "enroot $key $path is on $on"
+        ;;
+    esac
+  done
+}
+
 step_enroot_pyxis() {
-  local name="enroot and pyxis" plugin unit
+  local name="enroot and pyxis" plugin unit conf
   current_step "$name"
   if ! is_on node_setup.enroot_pyxis true; then
     skip "$name" "node_setup.enroot_pyxis is off"
@@ -145,21 +190,35 @@ step_enroot_pyxis() {
   plugin="$(pyxis_plugin)"
   [[ -n "$plugin" ]] \
     || fail "pyxis (spank_pyxis.so) is not installed; use a HyperPod Slurm AMI or set cluster.node_setup.enroot_pyxis: false"
-  if grep -rqsF "spank_pyxis.so" "$R$SLURM_DIR/etc/plugstack.conf" "$R$SLURM_DIR/etc/plugstack.conf.d"; then
+  conf="$SLURM_DIR/etc/plugstack.conf"
+  if [[ "$NODE_ROLE" != "controller" && -d "$R$SLURMD_CONF_CACHE" ]]; then
+    # configless: the controller's plugstack.conf is what counts, and only the controller edits it
+    conf="$SLURMD_CONF_CACHE/plugstack.conf"
+    if pyxis_registered "$conf"; then
+      log "pyxis is registered with Slurm ($conf)"
+    else
+      warn "pyxis is not in $conf yet: the controller's lifecycle run registers it and pushes it to the nodes (scontrol reconfigure)"
+    fi
+  elif pyxis_registered "$conf"; then
     log "pyxis is registered with Slurm ($plugin)"
   else
-    append_once "$R$SLURM_DIR/etc/plugstack.conf" "required $plugin"
+    append_once "$R$conf" "required $plugin"
     log "registered pyxis in plugstack.conf"
     for unit in slurmctld slurmd; do
       if service_active "$unit"; then
         run systemctl restart "$unit"
       fi
     done
+    if [[ "$NODE_ROLE" == "controller" ]]; then
+      # configless nodes get the new plugstack.conf from the controller
+      run scontrol reconfigure
+    fi
   fi
   if [[ "$NODE_ROLE" == "compute" ]]; then
     [[ -x "$R/usr/bin/enroot" ]] \
       || fail "enroot is not installed; use a HyperPod Slurm AMI or set cluster.node_setup.enroot_pyxis: false"
     log "enroot is installed"
+    check_enroot_paths
   fi
 }
 

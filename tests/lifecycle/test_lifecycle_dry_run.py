@@ -415,13 +415,56 @@ def test_missing_pyxis_fails_with_the_switch_to_turn_it_off(fake_node) -> None:
     assert "cluster.node_setup.enroot_pyxis: false" in result.output
 
 
-def test_an_unregistered_pyxis_is_registered_once(fake_node) -> None:
-    base = fake_node("compute")
+def test_an_unregistered_pyxis_is_registered_once_by_the_controller(fake_node) -> None:
+    base = fake_node("controller")
     plugstack = base / "node/opt/slurm/etc/plugstack.conf"
     plugstack.write_text("")
-    for _ in range(2):
-        assert dry.run("compute", base).returncode == 0
+    first = dry.run("controller", base)
+    assert first.returncode == 0, first.output
+    assert dry.run("controller", base).returncode == 0
     assert lines(plugstack) == ["required /opt/slurm/lib/slurm/spank_pyxis.so"]
+    # configless nodes get the new file from the controller
+    assert "scontrol reconfigure" in first.commands
+
+
+def test_a_configless_node_reads_the_controllers_plugstack_and_edits_nothing(fake_node) -> None:
+    """HyperPod's compute and login nodes run configless: their own plugstack.conf is unused."""
+    base = fake_node("compute")
+    local = base / "node/opt/slurm/etc/plugstack.conf"
+    local.write_text("")
+    result = dry.run("compute", base)
+    assert result.returncode == 0, result.output
+    assert "pyxis is registered with Slurm (/var/spool/slurmd/conf-cache/plugstack.conf)" in (
+        result.output
+    )
+    assert lines(local) == []
+    (base / "node/var/spool/slurmd/conf-cache/plugstack.conf").write_text("")
+    result = dry.run("compute", base)
+    assert result.returncode == 0, result.output
+    assert "WARNING: pyxis is not in /var/spool/slurmd/conf-cache/plugstack.conf yet" in (
+        result.output
+    )
+    assert lines(local) == []
+    assert not [c for c in result.commands if c.startswith(("systemctl restart slurm", "scontrol"))]
+
+
+def test_enroot_paths_on_local_storage_pass_and_on_lustre_fail(fake_node) -> None:
+    base = fake_node("compute")
+    result = dry.run("compute", base)
+    assert "enroot ENROOT_DATA_PATH /opt/dlami/nvme/enroot/data is on /opt/dlami/nvme" in (
+        result.output
+    )
+    conf = base / "node/etc/enroot/enroot.conf"
+    conf.write_text("ENROOT_DATA_PATH /fsx/enroot/$(id -u)\nENROOT_CACHE_PATH /var/cache/enroot\n")
+    result = dry.run("compute", base)
+    assert result.returncode == 1
+    assert "WARNING: enroot ENROOT_CACHE_PATH /var/cache/enroot is on the root volume" in (
+        result.output
+    )
+    assert (
+        "FAILED in step 'enroot and pyxis': enroot ENROOT_DATA_PATH /fsx/enroot is on the shared "
+        "file system (/fsx)"
+    ) in result.output
 
 
 def test_dry_run_cli_prints_the_step_list(capsys: pytest.CaptureFixture[str]) -> None:
