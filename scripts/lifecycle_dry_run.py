@@ -139,7 +139,7 @@ def from_config(
     """
     from hyperpod_cdk.config import load_environment
     from hyperpod_cdk.config.node_setup import lifecycle_extra_files
-    from hyperpod_cdk.node_settings import node_settings
+    from hyperpod_cdk.lifecycle_settings import node_settings
 
     config = load_environment(config_path, project_root)
     orchestrator, _ = NODES[node]

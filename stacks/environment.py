@@ -48,10 +48,10 @@ from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS, EKS_CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.config.node_setup import lifecycle_extra_files
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
+from hyperpod_cdk.lifecycle_settings import node_settings
 from hyperpod_cdk.log_encryption import EncryptLogGroups
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
-from hyperpod_cdk.node_settings import node_settings
 from hyperpod_cdk.storage import (
     DataBucket,
     DataRepositoryAssociations,

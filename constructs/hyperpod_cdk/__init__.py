@@ -49,7 +49,7 @@ _EXPORTS = {
     "LifecycleRef": "hyperpod_cdk.cluster",
     "LifecycleScripts": "hyperpod_cdk.cluster",
     "SlurmAccountingDatabase": "hyperpod_cdk.cluster",
-    "node_settings": "hyperpod_cdk.node_settings",
+    "node_settings": "hyperpod_cdk.lifecycle_settings",
     # EKS orchestration
     "AdoptedEksCluster": "hyperpod_cdk.eks.cluster",
     "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
@@ -199,10 +199,10 @@ if TYPE_CHECKING:
     from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
     from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
     from hyperpod_cdk.iam.aspects import RolePath
+    from hyperpod_cdk.lifecycle_settings import node_settings
     from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey
     from hyperpod_cdk.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork
-    from hyperpod_cdk.node_settings import node_settings
     from hyperpod_cdk.storage import (
         DataBucket,
         DataRepositoryAssociations,

@@ -53,7 +53,7 @@ REJECTED = [
     case(
         {"network.availability_zone_id": "us-west-2a"},
         "network.availability_zone_id",
-        "an AZ ID like usw2-az2",
+        "'us-west-2a' is an AZ name, not an AZ ID; use an AZ ID of us-west-2 like usw2-az1",
     ),
     case({"network.vpc_id": "vpc-xyz"}, "network.vpc_id", "a VPC id like vpc-0123456789abcdef0"),
     case(
@@ -70,7 +70,7 @@ REJECTED = [
     case(
         {"network.additional_compute_cidrs": {"us-west-2c": "10.2.0.0/16"}},
         "network.additional_compute_cidrs.us-west-2c",
-        "an AZ ID like usw2-az2",
+        "is an AZ name, not an AZ ID; use an AZ ID of us-west-2 like usw2-az1",
     ),
     case({"network.nat_gateways": -1}, "network.nat_gateways", "greater than or equal to 0"),
     case({"network.nat_gateways": 17}, "network.nat_gateways", "less than or equal to 16"),
@@ -224,7 +224,7 @@ REJECTED = [
     case({f"{G}[2].count": DELETE}, f"{G}[2].count", "required key is missing"),
     case({f"{G}[2].count": -1}, f"{G}[2].count", "greater than or equal to 0"),
     case({f"{G}[2].count": 6759}, f"{G}[2].count", "less than or equal to 6758"),
-    case({f"{G}[2].count": "two"}, f"{G}[2].count", "valid integer"),
+    case({f"{G}[2].count": "two"}, f"{G}[2].count", "expected a number, got text ('two')"),
     case(
         {f"{G}[2].instance_type": "p5.48xlarge"}, f"{G}[2].instance_type", "an ml.* instance type"
     ),
@@ -272,7 +272,7 @@ REJECTED = [
     case(
         {f"{G}[2].availability_zone_id": "us-west-2b"},
         f"{G}[2].availability_zone_id",
-        "an AZ ID like",
+        "an AZ ID of us-west-2 like usw2-az1",
     ),
     case({f"{G}[2].image_id": "ami-XYZ"}, f"{G}[2].image_id", "an AMI id like"),
     case(

@@ -98,7 +98,7 @@ SLURM_REJECTED = [
         case(
             {"account": "444455556666", key: arn},
             key,
-            "belongs to account 111122223333, the environment to 444455556666",
+            "belongs to account 111122223333 but the key account says 444455556666",
         )
         for key, arn in [
             ("iam.permissions_boundary_arn", "arn:aws:iam::111122223333:policy/boundary"),

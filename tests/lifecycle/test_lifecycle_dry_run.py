@@ -481,7 +481,7 @@ def test_a_config_gives_the_node_what_its_synth_uploads(tmp_path: Path) -> None:
     """Settings, users file, scripts and the cluster's groups all come from the config."""
     from hyperpod_cdk.config import load_environment
     from hyperpod_cdk.config.node_setup import lifecycle_extra_files
-    from hyperpod_cdk.node_settings import node_settings
+    from hyperpod_cdk.lifecycle_settings import node_settings
 
     project = tmp_path / "project"
     project.mkdir()

@@ -6,6 +6,7 @@ and a maintainer knows where to look when the service changes.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 # AWS::SageMaker::Cluster resource schema (CloudFormation template reference).
@@ -125,34 +126,180 @@ AZ_ID_PATTERN = r"^[a-z]{2,8}[0-9]+-az[0-9]+$"
 REGION_PATTERN = r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]+$"
 ACCOUNT_PATTERN = r"^[0-9]{12}$"
 
-_DIRECTIONS = {
-    "north": "n",
-    "south": "s",
-    "east": "e",
-    "west": "w",
-    "central": "c",
-    "northeast": "ne",
-    "northwest": "nw",
-    "southeast": "se",
-    "southwest": "sw",
-}
+# The regions of the commercial (aws), GovCloud (aws-us-gov) and China (aws-cn) partitions:
+# botocore 1.44.5 (the pinned version, constraints.txt) data/endpoints.json, "partitions" ->
+# "regions", read 2026-11-25. The ISO and sovereign partitions are left out (no HyperPod there).
+# A region launched later is added here (and to AZ_ID_PREFIXES); until then it is refused, as a
+# typo like us-east-9 would otherwise only fail at deploy time.
+REGIONS_AS_OF = "botocore 1.44.5, 2026-11-25"
+REGIONS = (
+    # aws
+    "af-south-1", "ap-east-1", "ap-east-2", "ap-northeast-1", "ap-northeast-2", "ap-northeast-3",
+    "ap-south-1", "ap-south-2", "ap-southeast-1", "ap-southeast-2", "ap-southeast-3",
+    "ap-southeast-4", "ap-southeast-5", "ap-southeast-6", "ap-southeast-7", "ca-central-1",
+    "ca-west-1", "eu-central-1", "eu-central-2", "eu-north-1", "eu-south-1", "eu-south-2",
+    "eu-west-1", "eu-west-2", "eu-west-3", "il-central-1", "me-central-1", "me-south-1",
+    "mx-central-1", "sa-east-1", "us-east-1", "us-east-2", "us-west-1", "us-west-2",
+    # aws-us-gov
+    "us-gov-east-1", "us-gov-west-1",
+    # aws-cn
+    "cn-north-1", "cn-northwest-1",
+)  # fmt: skip
+
+# The prefix of each region's AZ IDs (usw2 in usw2-az2): the AZ ID column of "AWS Availability
+# Zones" in the AWS Regions and Availability Zones guide
+# (docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html, read
+# 2026-11-25) for the commercial regions; the GovCloud and China AZ IDs as
+# `aws ec2 describe-availability-zones` reports them there (usgw1-az1, cnnw1-az1, ...).
+AZ_ID_PREFIXES = {
+    "af-south-1": "afs1", "ap-east-1": "ape1", "ap-east-2": "ape2", "ap-northeast-1": "apne1",
+    "ap-northeast-2": "apne2", "ap-northeast-3": "apne3", "ap-south-1": "aps1",
+    "ap-south-2": "aps2", "ap-southeast-1": "apse1", "ap-southeast-2": "apse2",
+    "ap-southeast-3": "apse3", "ap-southeast-4": "apse4", "ap-southeast-5": "apse5",
+    "ap-southeast-6": "apse6", "ap-southeast-7": "apse7", "ca-central-1": "cac1",
+    "ca-west-1": "caw1", "eu-central-1": "euc1", "eu-central-2": "euc2", "eu-north-1": "eun1",
+    "eu-south-1": "eus1", "eu-south-2": "eus2", "eu-west-1": "euw1", "eu-west-2": "euw2",
+    "eu-west-3": "euw3", "il-central-1": "ilc1", "me-central-1": "mec1", "me-south-1": "mes1",
+    "mx-central-1": "mxc1", "sa-east-1": "sae1", "us-east-1": "use1", "us-east-2": "use2",
+    "us-west-1": "usw1", "us-west-2": "usw2",
+    "us-gov-east-1": "usge1", "us-gov-west-1": "usgw1",
+    "cn-north-1": "cnn1", "cn-northwest-1": "cnnw1",
+}  # fmt: skip
+
+
+def close_region(region: str) -> str | None:
+    """The known region ``region`` is most likely a typo of (difflib), or None."""
+    guess = difflib.get_close_matches(region.strip().lower(), REGIONS, n=1)
+    return guess[0] if guess else None
 
 
 def az_id_prefix(region: str) -> str | None:
-    """The prefix of the AZ IDs of a region: ``us-west-2`` -> ``usw2``.
+    """The prefix of the AZ IDs of a known region: ``us-west-2`` -> ``usw2``; None for a region
+    :data:`AZ_ID_PREFIXES` does not know."""
+    return AZ_ID_PREFIXES.get(region)
 
-    AZ IDs are formed from the region's country code, direction initials and
-    number (EC2 user guide "AZ IDs"); GovCloud adds ``g``. Returns None when
-    the region name does not have that shape.
-    """
-    match = re.fullmatch(r"([a-z]{2})(-gov)?-([a-z]+)-([0-9]+)", region)
-    if not match:
-        return None
-    country, gov, direction, number = match.groups()
-    initials = _DIRECTIONS.get(direction)
-    if initials is None:
-        return None
-    return f"{country}{'g' if gov else ''}{initials}{number}"
+
+def az_id_example(region: str) -> str | None:
+    """An AZ ID of a known region, for messages: ``use1-az1`` (every region has an az1)."""
+    prefix = az_id_prefix(region)
+    return f"{prefix}-az1" if prefix else None
+
+
+def az_mapping_command(region: str) -> str:
+    """The command that lists the AZ names of ``region`` with their AZ IDs, as the caller's
+    account maps them (AZ names map to different AZs in each account, AZ IDs do not)."""
+    return (
+        f"aws ec2 describe-availability-zones --region {region} "
+        '--query "AvailabilityZones[].[ZoneName,ZoneId]" --output text'
+    )
+
+
+def az_name_region(value: str) -> str | None:
+    """The region of an AZ *name* (``us-east-1a`` -> ``us-east-1``), or None when ``value`` does
+    not look like one."""
+    match = re.fullmatch(r"([a-z]{2}(?:-gov)?-[a-z]+-[0-9]+)[a-z]", value)
+    return match.group(1) if match else None
+
+
+# The instance types HyperPod offers: botocore 1.44.5 (the pinned version, constraints.txt)
+# data/sagemaker/2017-07-24/service-2.json, shape ClusterInstanceType (the enum of the API's
+# ClusterInstanceGroupSpecification.InstanceType), read 2026-11-25; by family, small to large.
+HYPERPOD_INSTANCE_TYPES = frozenset((
+    "ml.c5.large", "ml.c5.xlarge", "ml.c5.2xlarge", "ml.c5.4xlarge", "ml.c5.9xlarge",
+    "ml.c5.12xlarge", "ml.c5.18xlarge", "ml.c5.24xlarge",
+    "ml.c5n.large", "ml.c5n.2xlarge", "ml.c5n.4xlarge", "ml.c5n.9xlarge", "ml.c5n.18xlarge",
+    "ml.c6a.large", "ml.c6a.xlarge", "ml.c6a.2xlarge", "ml.c6a.4xlarge", "ml.c6a.8xlarge",
+    "ml.c6a.12xlarge", "ml.c6a.16xlarge", "ml.c6a.24xlarge", "ml.c6a.32xlarge", "ml.c6a.48xlarge",
+    "ml.c6g.medium", "ml.c6g.large", "ml.c6g.xlarge", "ml.c6g.2xlarge", "ml.c6g.4xlarge",
+    "ml.c6g.8xlarge", "ml.c6g.12xlarge", "ml.c6g.16xlarge",
+    "ml.c6i.large", "ml.c6i.xlarge", "ml.c6i.2xlarge", "ml.c6i.4xlarge", "ml.c6i.8xlarge",
+    "ml.c6i.12xlarge", "ml.c6i.16xlarge", "ml.c6i.24xlarge", "ml.c6i.32xlarge",
+    "ml.c7g.medium", "ml.c7g.large", "ml.c7g.xlarge", "ml.c7g.2xlarge", "ml.c7g.4xlarge",
+    "ml.c7g.8xlarge", "ml.c7g.12xlarge", "ml.c7g.16xlarge",
+    "ml.c8a.16xlarge",
+    "ml.c8g.medium", "ml.c8g.large", "ml.c8g.xlarge", "ml.c8g.2xlarge", "ml.c8g.4xlarge",
+    "ml.c8g.8xlarge", "ml.c8g.12xlarge", "ml.c8g.16xlarge", "ml.c8g.24xlarge", "ml.c8g.48xlarge",
+    "ml.g4dn.xlarge", "ml.g4dn.2xlarge", "ml.g4dn.4xlarge", "ml.g4dn.8xlarge", "ml.g4dn.12xlarge",
+    "ml.g4dn.16xlarge",
+    "ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.4xlarge", "ml.g5.8xlarge", "ml.g5.12xlarge",
+    "ml.g5.16xlarge", "ml.g5.24xlarge", "ml.g5.48xlarge",
+    "ml.g6.xlarge", "ml.g6.2xlarge", "ml.g6.4xlarge", "ml.g6.8xlarge", "ml.g6.12xlarge",
+    "ml.g6.16xlarge", "ml.g6.24xlarge", "ml.g6.48xlarge",
+    "ml.g6e.xlarge", "ml.g6e.2xlarge", "ml.g6e.4xlarge", "ml.g6e.8xlarge", "ml.g6e.12xlarge",
+    "ml.g6e.16xlarge", "ml.g6e.24xlarge", "ml.g6e.48xlarge",
+    "ml.g7.2xlarge", "ml.g7.4xlarge", "ml.g7.8xlarge", "ml.g7.12xlarge", "ml.g7.24xlarge",
+    "ml.g7.48xlarge",
+    "ml.g7e.2xlarge", "ml.g7e.4xlarge", "ml.g7e.8xlarge", "ml.g7e.12xlarge", "ml.g7e.24xlarge",
+    "ml.g7e.48xlarge",
+    "ml.gr6.4xlarge", "ml.gr6.8xlarge",
+    "ml.i3en.large", "ml.i3en.xlarge", "ml.i3en.2xlarge", "ml.i3en.3xlarge", "ml.i3en.6xlarge",
+    "ml.i3en.12xlarge", "ml.i3en.24xlarge",
+    "ml.m5.large", "ml.m5.xlarge", "ml.m5.2xlarge", "ml.m5.4xlarge", "ml.m5.8xlarge",
+    "ml.m5.12xlarge", "ml.m5.16xlarge", "ml.m5.24xlarge",
+    "ml.m6a.large", "ml.m6a.xlarge", "ml.m6a.2xlarge", "ml.m6a.4xlarge", "ml.m6a.8xlarge",
+    "ml.m6a.12xlarge", "ml.m6a.16xlarge", "ml.m6a.24xlarge", "ml.m6a.32xlarge", "ml.m6a.48xlarge",
+    "ml.m6g.medium", "ml.m6g.large", "ml.m6g.xlarge", "ml.m6g.2xlarge", "ml.m6g.4xlarge",
+    "ml.m6g.8xlarge", "ml.m6g.12xlarge", "ml.m6g.16xlarge",
+    "ml.m6i.large", "ml.m6i.xlarge", "ml.m6i.2xlarge", "ml.m6i.4xlarge", "ml.m6i.8xlarge",
+    "ml.m6i.12xlarge", "ml.m6i.16xlarge", "ml.m6i.24xlarge", "ml.m6i.32xlarge",
+    "ml.m7g.medium", "ml.m7g.large", "ml.m7g.xlarge", "ml.m7g.2xlarge", "ml.m7g.4xlarge",
+    "ml.m7g.8xlarge", "ml.m7g.12xlarge", "ml.m7g.16xlarge",
+    "ml.m7i.large", "ml.m7i.xlarge", "ml.m7i.2xlarge", "ml.m7i.4xlarge", "ml.m7i.8xlarge",
+    "ml.m7i.12xlarge", "ml.m7i.16xlarge", "ml.m7i.24xlarge", "ml.m7i.48xlarge",
+    "ml.m8a.16xlarge",
+    "ml.m8g.medium", "ml.m8g.large", "ml.m8g.xlarge", "ml.m8g.2xlarge", "ml.m8g.4xlarge",
+    "ml.m8g.8xlarge", "ml.m8g.12xlarge", "ml.m8g.16xlarge", "ml.m8g.24xlarge", "ml.m8g.48xlarge",
+    "ml.p4d.24xlarge",
+    "ml.p4de.24xlarge",
+    "ml.p5.4xlarge", "ml.p5.48xlarge",
+    "ml.p5e.48xlarge",
+    "ml.p5en.48xlarge",
+    "ml.p6-b200.48xlarge",
+    "ml.p6-b300.48xlarge",
+    "ml.p6e-gb200.36xlarge",
+    "ml.r5d.16xlarge",
+    "ml.r6i.large", "ml.r6i.xlarge", "ml.r6i.2xlarge", "ml.r6i.4xlarge", "ml.r6i.8xlarge",
+    "ml.r6i.12xlarge", "ml.r6i.16xlarge", "ml.r6i.24xlarge", "ml.r6i.32xlarge",
+    "ml.r7i.large", "ml.r7i.xlarge", "ml.r7i.2xlarge", "ml.r7i.4xlarge", "ml.r7i.8xlarge",
+    "ml.r7i.12xlarge", "ml.r7i.16xlarge", "ml.r7i.24xlarge", "ml.r7i.48xlarge",
+    "ml.t3.medium", "ml.t3.large", "ml.t3.xlarge", "ml.t3.2xlarge",
+    "ml.trn1.32xlarge",
+    "ml.trn1n.32xlarge",
+    "ml.trn2.3xlarge", "ml.trn2.48xlarge",
+))  # fmt: skip
+# When the table above was read, for messages.
+HYPERPOD_INSTANCE_TYPES_AS_OF = "2026-11-25 (botocore 1.44.5)"
+# A name within this difflib ratio of a known type is probably a typo of it.
+INSTANCE_TYPE_TYPO_CUTOFF = 0.9
+# How EC2 names families (p5, p6-b200, trn1n, g6e) and sizes (large, 48xlarge, metal-24xl). A name
+# of another shape (ml.p5.48xlarg) is no instance type at all; an unknown name of this shape may be
+# a type launched after the table above.
+_FAMILY_SHAPE = re.compile(r"[a-z]+[0-9]+[a-z]*(-[a-z0-9]+)?")
+_SIZE_SHAPE = re.compile(
+    r"nano|micro|small|medium|large|xlarge|[1-9][0-9]*xlarge|metal(-[1-9][0-9]*xl)?"
+)
+
+
+def has_instance_type_shape(instance_type: str) -> bool:
+    """True when ``instance_type`` is ``ml.<family>.<size>`` as EC2 names them (known or not)."""
+    parts = instance_type.split(".")
+    return (
+        len(parts) == 3
+        and parts[0] == "ml"
+        and bool(_FAMILY_SHAPE.fullmatch(parts[1]))
+        and bool(_SIZE_SHAPE.fullmatch(parts[2]))
+    )
+
+
+def close_instance_type(
+    instance_type: str, cutoff: float = INSTANCE_TYPE_TYPO_CUTOFF
+) -> str | None:
+    """The known HyperPod instance type nearest to ``instance_type`` with a difflib ratio of at
+    least ``cutoff``, or None."""
+    guess = difflib.get_close_matches(
+        instance_type, sorted(HYPERPOD_INSTANCE_TYPES), n=1, cutoff=cutoff
+    )
+    return guess[0] if guess else None
 
 
 def is_accelerated(instance_type: str) -> bool:

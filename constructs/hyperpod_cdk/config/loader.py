@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
     PATTERN_HINTS,
     EnvironmentConfig,
@@ -249,7 +250,33 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _issue_from_pydantic(root: type[BaseModel], err: ErrorDetails) -> Issue:
+def _az_id_problem(value: Any, region: str | None) -> str:
+    """What is wrong with a value given where an AZ ID is expected, and the AZ ID to give: one of
+    the config's ``region`` when that is a known region, else of the region an AZ name names (an
+    unknown region is reported once, at ``region``)."""
+    name_region = facts.az_name_region(value) if isinstance(value, str) else None
+    target = region if region in facts.REGIONS else name_region
+    example = facts.az_id_example(target) if target else None
+    if name_region is not None:
+        of = f" of {name_region}" if name_region != target else ""
+        what = f"{value!r} is an AZ name{of}, not an AZ ID"
+        find = f"to find the AZ ID of {value} in your account" if not of else ""
+    else:
+        what = f"{_short(value)} is not an AZ ID"
+        find = ""
+    if target is None or example is None:
+        return f"{what}; use an AZ ID like usw2-az2"
+    find = find or "to map AZ names to AZ IDs in your account"
+    return (
+        f"{what}; use an AZ ID of {target} like {example}; {find}, run: "
+        f"{facts.az_mapping_command(target)}"
+    )
+
+
+def _issue_from_pydantic(
+    root: type[BaseModel], err: ErrorDetails, region: str | None = None
+) -> Issue:
+    """One problem of pydantic's in words; ``region`` is the config's (raw) region, for advice."""
     loc = tuple(p for p in err["loc"] if p != "[key]")
     path = dotted(loc) or "(top level)"
     kind = err["type"]
@@ -272,7 +299,12 @@ def _issue_from_pydantic(root: type[BaseModel], err: ErrorDetails) -> Issue:
         return Issue(path, message)
     if kind == "string_pattern_mismatch":
         pattern = (err.get("ctx") or {}).get("pattern", "")
+        if pattern == facts.AZ_ID_PATTERN:
+            return Issue(path, _az_id_problem(value, region))
         hint = PATTERN_HINTS.get(str(pattern), f"text matching {pattern}")
+        if pattern == facts.REGION_PATTERN and isinstance(value, str):
+            region_guess = facts.close_region(value)
+            hint = f"{hint} (did you mean {region_guess!r}?)" if region_guess else hint
         return Issue(path, f"{_short(value)} is not valid; use {hint}")
     if kind == "literal_error":
         expected = (err.get("ctx") or {}).get("expected", "")
@@ -307,7 +339,10 @@ def validate(
     try:
         cfg = root.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError([_issue_from_pydantic(root, e) for e in exc.errors()], source) from None
+        region = data.get("region") if isinstance(data.get("region"), str) else None
+        raise ConfigError(
+            [_issue_from_pydantic(root, e, region) for e in exc.errors()], source
+        ) from None
     if isinstance(cfg, PipelineFileConfig):
         return cfg, []
     issues = check_environment(cfg, project_root)

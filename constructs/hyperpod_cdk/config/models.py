@@ -2,13 +2,16 @@
 
 The models check the shape and the per-field limits of every key; the rules
 that relate several keys live in :mod:`hyperpod_cdk.config.rules`, so that all
-problems are reported in one run. Every model forbids unknown keys: they are
-usually typos.
+problems are reported in one run. A section with a module of its own
+(:mod:`~hyperpod_cdk.config.node_setup`, :mod:`~hyperpod_cdk.config.storage`)
+holds its models and its rules together. Every model forbids unknown keys: they
+are usually typos; numbers are YAML numbers only (:data:`WHOLE_NUMBER`).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
@@ -31,6 +34,43 @@ def _matching(regex: str, hint: str, **limits: Any) -> StringConstraints:
     """A string constraint whose mismatch message tells what is expected: ``hint``."""
     PATTERN_HINTS[regex] = hint
     return StringConstraints(pattern=regex, **limits)
+
+
+def describe_value(value: Any) -> str:
+    """How a YAML value reads to the person who wrote it: ``a boolean (true)``, ``a number (5)``,
+    ``text ('12')``, ``null``, ``a list``, ``a mapping``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({str(value).lower()})"
+    if isinstance(value, int | float):
+        return f"a number ({value})"
+    if isinstance(value, str):
+        return f"text ({value[:40]!r})"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+def _whole_number(value: Any) -> Any:
+    """A YAML integer and nothing else. Pydantic's lax mode would read ``true`` as 1, ``"12"`` as
+    12 and ``2.0`` as 2; each of those is a mistake in a config file (a quoted number is text)."""
+    if isinstance(value, bool | str):
+        fix = ""
+        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?[0-9]+\s*", value):
+            fix = f"; write {value.strip()} without quotes"
+        raise ValueError(f"expected a number, got {describe_value(value)}{fix}")
+    if isinstance(value, float):
+        fix = f"; write {int(value)}" if value.is_integer() else ""
+        raise ValueError(f"expected a whole number, got {value}{fix}")
+    return value
+
+
+# Every int (and int Literal) of the config carries this, *after* its Field limits (so that the
+# JSON Schema keeps minimum/maximum): ``Annotated[int, Field(ge=0), WHOLE_NUMBER]``.
+WHOLE_NUMBER = BeforeValidator(_whole_number)
 
 
 class StrictModel(BaseModel):
@@ -57,9 +97,14 @@ AzId = Annotated[
 
 
 def _parse_cidr(value: Any) -> Any:
-    """An IPv4 CIDR block; a block with host bits set names the network it meant."""
-    if not isinstance(value, str):
+    """An IPv4 CIDR block; a block with host bits set names the network it meant. Only text (or
+    a default already parsed): ipaddress would take a number, or true, as an address."""
+    if isinstance(value, ipaddress.IPv4Network):
         return value
+    if not isinstance(value, str):
+        raise ValueError(
+            f"expected an IPv4 CIDR block like 10.1.0.0/16, got {describe_value(value)}"
+        )
     try:
         return ipaddress.IPv4Network(value)
     except ValueError:
@@ -138,18 +183,29 @@ KmsKeyArn = Annotated[
         "a KMS key ARN like arn:aws:kms:us-west-2:111122223333:key/<key id> (or an alias ARN)",
     ),
 ]
+
+
+def _offered_instance_type(value: str) -> str:
+    """An instance type of HyperPod's table (facts.HYPERPOD_INSTANCE_TYPES), or one shaped like
+    an instance type name: a type launched after the table is a warning (rules.py), not an error."""
+    if value in facts.HYPERPOD_INSTANCE_TYPES or facts.has_instance_type_shape(value):
+        return value
+    guess = facts.close_instance_type(value, cutoff=0.6)
+    hint = f"did you mean {guess!r}?" if guess else "use one like ml.p5.48xlarge or ml.m5.2xlarge"
+    raise ValueError(f"{value!r} is not an instance type HyperPod offers; {hint}")
+
+
 InstanceType = Annotated[
-    str, _matching(facts.INSTANCE_TYPE_PATTERN, "an ml.* instance type like ml.p5.48xlarge")
+    str,
+    _matching(facts.INSTANCE_TYPE_PATTERN, "an ml.* instance type like ml.p5.48xlarge"),
+    AfterValidator(_offered_instance_type),
 ]
-# A key prefix of the app's data bucket: segments ending in '/', no leading '/' or empty segment.
-S3_PREFIX_PATTERN = r"^([A-Za-z0-9!_.*'()-]+/)+$"
 # EventBridge-style cron with six fields (minutes hours day-of-month month day-of-week year),
 # the ScheduleExpression of ScheduledUpdateConfig.
 CRON_PATTERN = r"^cron\(\S+( \S+){5}\)$"
 AlarmName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 # DeploymentConfiguration.AutoRollbackConfiguration: 1..10 alarms.
 RollbackAlarms = Annotated[list[AlarmName], Field(max_length=10)]
-DraEvent = Literal["NEW", "CHANGED", "DELETED"]
 CompliancePack = Literal["AwsSolutions", "NIST80053R5", "HIPAA", "PCIDSS321"]
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
@@ -220,7 +276,7 @@ class NetworkConfig(StrictModel):
         default_factory=list,
         description="eks only: AZ IDs of the EKS control-plane subnets (>= 2).",
     )
-    nat_gateways: Annotated[int, Field(ge=0, le=16)] = Field(
+    nat_gateways: Annotated[int, Field(ge=0, le=16), WHOLE_NUMBER] = Field(
         default=1, description="NAT gateways of a new VPC (0 with closed_network)."
     )
     compute_subnet_id: SubnetId | None = Field(
@@ -260,163 +316,19 @@ class NetworkConfig(StrictModel):
         return _unique(value, "entries")
 
 
-class DataRepositoryAssociation(StrictModel):
-    """An FSx data repository association: a file system path linked to an S3 prefix."""
-
-    file_system_path: AbsolutePath = Field(description="Path in the file system, e.g. /datasets.")
-    s3_prefix: (
-        Annotated[
-            str,
-            _matching(
-                S3_PREFIX_PATTERN,
-                "an S3 key prefix ending in '/' with no leading '/', like datasets/ or team/raw/",
-                max_length=900,
-            ),
-        ]
-        | None
-    ) = Field(
-        default=None, description="A prefix (ending in /) of the data bucket this app creates."
-    )
-    s3_uri: (
-        Annotated[
-            str,
-            _matching(
-                r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
-                "an S3 URI like s3://bucket/prefix/",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="Or an existing bucket (and prefix) in the same region.")
-    auto_import: list[DraEvent] = Field(
-        default_factory=lambda: list(get_args(DraEvent)),
-        description="S3 events imported into the file system automatically.",
-    )
-    auto_export: list[DraEvent] = Field(
-        default_factory=list, description="File system events exported to S3 automatically."
-    )
-    import_metadata_on_create: bool = Field(
-        default=True,
-        description="Import the metadata of existing S3 objects when the association is made.",
-    )
-
-    @field_validator("auto_import", "auto_export")
-    @classmethod
-    def _no_repeat_events(cls, value: list[str]) -> list[str]:
-        return _unique(value, "events")
-
-
-class FsxConfig(StrictModel):
-    """FSx for Lustre PERSISTENT_2: created in the HyperPod subnet, or adopted."""
-
-    enabled: bool = Field(
-        default=True, description="Create (or adopt) a file system and mount it on the nodes."
-    )
-    file_system_id: (
-        Annotated[
-            str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
-        ]
-        | None
-    ) = Field(
-        default=None,
-        description="Adopt this file system; then dns_name and mount_name are required.",
-    )
-    dns_name: (
-        Annotated[
-            str,
-            _matching(
-                r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
-                "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="Adopted file system: its DNS name.")
-    mount_name: (
-        Annotated[
-            str,
-            _matching(
-                r"^[a-z0-9]{1,8}$",
-                "the file system's Lustre mount name: up to 8 lowercase letters and digits",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="Adopted file system: its Lustre mount name.")
-    storage_capacity_gib: Annotated[int, Field(ge=1)] = Field(
-        default=1200, description="1200, 2400 or a multiple of 2400 GiB."
-    )
-    throughput_per_tib: Literal[125, 250, 500, 1000] = Field(
-        default=250, description="MB/s per TiB."
-    )
-    compression: Literal["LZ4", "NONE"] = "LZ4"
-    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(_decimal_version)] = "2.15"
-    efa_enabled: bool = Field(
-        default=False, description="EFA-enabled file system (creation-time only)."
-    )
-    metadata_iops: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="USER_PROVISIONED metadata IOPS; null means AUTOMATIC."
-    )
-    mount_path: AbsolutePath = Field(
-        default="/fsx", description="Where the nodes mount the file system."
-    )
-    backup_retention_days: Annotated[int, Field(ge=0, le=facts.FSX_MAX_BACKUP_RETENTION_DAYS)] = (
-        Field(
-            default=0,
-            description="Automatic backups; must be 0 while data repository associations exist.",
-        )
-    )
-    kms_key_arn: KmsKeyArn | None = Field(
-        default=None, description="Customer managed key; else an app-made key."
-    )
-    removal_policy: Literal["retain", "destroy"] = Field(
-        default="retain", description="destroy also needs the context flag destroy_data=true."
-    )
-    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
-
-    @field_validator("mount_path")
-    @classmethod
-    def _not_a_system_directory(cls, value: str) -> str:
-        if is_system_directory(value):
-            raise ValueError(
-                f"{value!r} is a system directory; mount the file system elsewhere, e.g. /fsx"
-            )
-        return value
-
-    @field_validator("storage_capacity_gib")
-    @classmethod
-    def _persistent_2_capacity(cls, value: int) -> int:
-        step = facts.FSX_PERSISTENT_2_CAPACITY_STEP
-        if value not in facts.FSX_PERSISTENT_2_SMALL_CAPACITIES and value % step != 0:
-            raise ValueError(
-                f"{value} is not valid for PERSISTENT_2; use 1200 or a multiple of {step}"
-            )
-        if value > facts.FSX_MAX_CAPACITY_GIB:
-            raise ValueError(
-                f"{value} is more than the FSx maximum of {facts.FSX_MAX_CAPACITY_GIB} GiB"
-            )
-        return value
-
-    @field_validator("metadata_iops")
-    @classmethod
-    def _metadata_iops(cls, value: int | None) -> int | None:
-        if value is None:
-            return value
-        step, top = facts.FSX_METADATA_IOPS_STEP, facts.FSX_METADATA_IOPS_MAX
-        if value not in facts.FSX_METADATA_IOPS_SMALL and not (value % step == 0 and value <= top):
-            raise ValueError(
-                f"{value} is not valid; use 1500, 3000, 6000, 12000 or a multiple of {step} up to {top}"
-            )
-        return value
-
-
-class StorageConfig(StrictModel):
-    """Shared storage of the environment."""
-
-    fsx: FsxConfig = Field(default_factory=FsxConfig)
+# The storage section lives in its own module (its models and rules) and builds on the types
+# above; FsxConfig and DataRepositoryAssociation stay importable from here.
+from hyperpod_cdk.config.storage import (  # noqa: E402, F401
+    DataRepositoryAssociation,
+    FsxConfig,
+    StorageConfig,
+)
 
 
 class TieredStorageConfig(StrictModel):
     """eks only: HyperPod managed tiered checkpointing memory."""
 
-    memory_percent: Annotated[int, Field(ge=1, le=100)] = Field(
+    memory_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] = Field(
         default=20, description="Share of instance memory given to the tiered storage."
     )
 
@@ -468,13 +380,13 @@ class ScheduledUpdate(StrictModel):
             CRON_PATTERN, 'a six-field cron expression like "cron(0 3 ? * SUN *)"', max_length=256
         ),
     ] = Field(description='An EventBridge cron expression, e.g. "cron(0 3 ? * SUN *)".')
-    batch_percent: Annotated[int, Field(ge=1, le=100)] | None = Field(
+    batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = Field(
         default=None, description="Share of the group updated at once."
     )
-    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT)] | None = Field(
-        default=None, description="Or a number of instances updated at once."
+    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
+        Field(default=None, description="Or a number of instances updated at once.")
     )
-    wait_seconds: Annotated[int, Field(ge=0, le=3600)] | None = Field(
+    wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = Field(
         default=None, description="Wait between batches."
     )
     rollback_alarms: RollbackAlarms = Field(
@@ -487,9 +399,11 @@ class AutoPatch(StrictModel):
     """Automatic security-patch AMI updates of a group (AutoPatchConfig)."""
 
     strategy: Literal["WhenIdle", "WhenAllIdle"]
-    batch_percent: Annotated[int, Field(ge=1, le=100)] | None = None
-    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT)] | None = None
-    wait_seconds: Annotated[int, Field(ge=0, le=3600)] | None = None
+    batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = None
+    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
+        None
+    )
+    wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = None
     rollback_alarms: RollbackAlarms = Field(default_factory=list)
 
 
@@ -536,7 +450,7 @@ class InstanceGroup(StrictModel):
         default_factory=list,
         description="Continuous only: types HyperPod may choose from, in priority order.",
     )
-    count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT)] = Field(
+    count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] = Field(
         description="Target instance count."
     )
     node_type: Literal["Controller", "Login", "Compute"] | None = Field(
@@ -553,10 +467,10 @@ class InstanceGroup(StrictModel):
         ]
         | None
     ) = Field(default=None, description="slurm Compute groups only; default: the group name.")
-    threads_per_core: Literal[1, 2] | None = Field(
+    threads_per_core: Annotated[Literal[1, 2], WHOLE_NUMBER] | None = Field(
         default=None, description="1 disables hyperthreading."
     )
-    ebs_volume_gb: Annotated[int, Field(ge=1, le=facts.MAX_EBS_GB)] | None = Field(
+    ebs_volume_gb: Annotated[int, Field(ge=1, le=facts.MAX_EBS_GB), WHOLE_NUMBER] | None = Field(
         default=None, description="Extra EBS volume per instance, mounted at /opt/sagemaker."
     )
     ebs_kms_key_arn: KmsKeyArn | None = None
@@ -587,8 +501,11 @@ class InstanceGroup(StrictModel):
         Annotated[str, _matching(r"^[0-9]+\.[0-9]+\.[0-9]+$", "a HyperPod AMI release like 1.2.3")]
         | None
     ) = Field(default=None, description="eks only: a HyperPod AMI release.")
-    min_count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT)] | None = Field(
-        default=None, description="Continuous only: the group is InService once this many are up."
+    min_count: Annotated[int, Field(ge=0, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
+        Field(
+            default=None,
+            description="Continuous only: the group is InService once this many are up.",
+        )
     )
     capacity_type: Literal["on_demand", "spot"] = Field(
         default="on_demand", description="spot: Continuous only."
@@ -877,7 +794,7 @@ class EksConfig(StrictModel):
         "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.eks.chart --mirror-list REGION` "
         "lists what to copy). Needed in a closed network for the images of public registries.",
     )
-    node_wait_minutes: Annotated[int, Field(ge=1, le=50)] = Field(
+    node_wait_minutes: Annotated[int, Field(ge=1, le=50), WHOLE_NUMBER] = Field(
         default=45,
         description="How long the add-ons that need nodes (CoreDNS, eks.addons) wait for the "
         "first Running node of a group without NoSchedule/NoExecute taints before their stack "
@@ -936,7 +853,25 @@ EnvName = Annotated[
         "2-32 lowercase letters, digits and hyphens, starting with a letter",
     ),
 ]
-Region = Annotated[str, _matching(facts.REGION_PATTERN, "a region name like us-west-2")]
+
+
+def _known_region(value: str) -> str:
+    """A region of facts.REGIONS (commercial, GovCloud, China)."""
+    if value not in facts.REGIONS:
+        guess = facts.close_region(value)
+        hint = f"did you mean {guess!r}?" if guess else "use one like us-west-2"
+        raise ValueError(
+            f"{value!r} is not a region of the AWS commercial, GovCloud or China partitions "
+            f"({facts.REGIONS_AS_OF}); {hint}"
+        )
+    return value
+
+
+Region = Annotated[
+    str,
+    _matching(facts.REGION_PATTERN, "a region name like us-west-2"),
+    AfterValidator(_known_region),
+]
 Account = Annotated[str, _matching(facts.ACCOUNT_PATTERN, "a 12-digit AWS account id, quoted")]
 TagKey = Annotated[
     str,

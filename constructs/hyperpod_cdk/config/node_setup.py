@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from hyperpod_cdk.config import facts
-from hyperpod_cdk.config.models import StrictModel, _matching
+from hyperpod_cdk.config.models import WHOLE_NUMBER, StrictModel, _matching
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -58,7 +58,7 @@ IMAGE_PATTERN = (
     r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]{1,128}|@sha256:[0-9a-f]{64})$"
 )
 
-Port = Annotated[int, Field(ge=1024, le=65535)]
+Port = Annotated[int, Field(ge=1024, le=65535), WHOLE_NUMBER]
 UserName = Annotated[str, StringConstraints(pattern=USER_NAME_PATTERN)]
 
 
@@ -178,10 +178,10 @@ class NodeSetup(StrictModel):
         default=True,
         description="Rotate the lifecycle log (and the Slurm logs on Slurm nodes) daily.",
     )
-    log_retention_days: Annotated[int, Field(ge=1, le=365)] = Field(
+    log_retention_days: Annotated[int, Field(ge=1, le=365), WHOLE_NUMBER] = Field(
         default=14, description="Days of rotated logs kept on the node."
     )
-    fsx_mount_timeout_seconds: Annotated[int, Field(ge=30, le=3600)] = Field(
+    fsx_mount_timeout_seconds: Annotated[int, Field(ge=30, le=3600), WHOLE_NUMBER] = Field(
         default=600,
         description="slurm only: how long a node waits for the FSx mount before it fails.",
     )
@@ -209,7 +209,7 @@ class NodeUser(StrictModel):
     """One user created on every Slurm node (same name and UID everywhere)."""
 
     name: UserName = Field(description="Login name (useradd's default name rule).")
-    uid: Annotated[int, Field(ge=MIN_UID, le=MAX_UID)] = Field(
+    uid: Annotated[int, Field(ge=MIN_UID, le=MAX_UID), WHOLE_NUMBER] = Field(
         description="UID, and the GID of the user's own group."
     )
     groups: list[UserName] = Field(
@@ -359,7 +359,11 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
     for key in wrong:
         if setup.is_set(key):
             other = "eks" if cfg.is_slurm else "slurm"
-            out.error(f"{_PATH}.{key}", f"applies only with orchestrator: {other}")
+            out.error(
+                f"{_PATH}.{key}",
+                f"applies only with orchestrator: {other}; set orchestrator: {other} to use it, "
+                "or remove it",
+            )
     if not cfg.is_slurm:
         _check_eks_volumes(cfg, out)
         return

@@ -18,13 +18,12 @@ from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
     NEW_VPC_KEYS,
     ClusterConfig,
-    DataRepositoryAssociation,
     EnvironmentConfig,
-    FsxConfig,
     InstanceGroup,
     NetworkConfig,
 )
 from hyperpod_cdk.config.node_setup import check_node_setup
+from hyperpod_cdk.config.storage import check_kms_key_region, check_storage
 
 # The file the cluster's LifeCycleConfig names; it must exist in the uploaded
 # directory at create time (AWS::SageMaker::Cluster LifeCycleConfig).
@@ -69,13 +68,14 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     """Every cross-key problem of ``cfg``, in the order of the file."""
     out = _Collector()
     _check_tags(cfg, out)
-    _check_iam_accounts(cfg, out)
+    _check_arn_accounts(cfg, out)
     _check_az_ids(cfg, out)
     _check_orchestrator_keys(cfg, out)
     _check_network(cfg.network, cfg, out)
-    _check_fsx(cfg.storage.fsx, cfg, out)
+    check_storage(cfg, out)
     _check_cluster(cfg.cluster, cfg, out)
     _check_groups(cfg.cluster, cfg, out)
+    _check_instance_types(cfg, out)
     _check_eks(cfg, out)
     _check_eks_dependencies(cfg, out)
     _check_eks_addons(cfg, out)
@@ -93,30 +93,59 @@ def _check_tags(cfg: EnvironmentConfig, out: _Collector) -> None:
         )
 
 
-def _role_arns(cfg: EnvironmentConfig) -> Iterable[tuple[str, str]]:
+# Why each ARN a config adopts must belong to the environment's own account. Left out, because
+# AWS lets them be in another account: eks.admin_principal_arns (STANDARD access entries take
+# principals of any account: EKS user guide "Create access entries") and the KMS keys
+# storage.fsx.kms_key_arn and instance_groups[].ebs_kms_key_arn (a key policy can let other
+# accounts use a key: KMS developer guide "Allowing users in other accounts to use a KMS key";
+# their region is checked apart).
+_SAME_ACCOUNT_BOUNDARY = "a permissions boundary is a managed policy of the roles' own account"
+_SAME_ACCOUNT_ROLE = "HyperPod is passed roles of its own account only"
+_SAME_ACCOUNT_PLAN = "a training plan reserves capacity for its own account"
+_SAME_ACCOUNT_EKS = "HyperPod is orchestrated by an EKS cluster of its own account"
+_SAME_ACCOUNT_KUBECTL = (
+    "it is the execution role of the kubectl handler Lambda function, which takes a role of its "
+    "own account"
+)
+
+
+def _same_account_arns(cfg: EnvironmentConfig) -> Iterable[tuple[str, str, str]]:
+    """(key path, ARN, why it must be in the environment's account) of every such ARN set."""
     cluster = cfg.cluster
     if cfg.iam.permissions_boundary_arn:
-        yield "iam.permissions_boundary_arn", cfg.iam.permissions_boundary_arn
+        yield (
+            "iam.permissions_boundary_arn",
+            cfg.iam.permissions_boundary_arn,
+            _SAME_ACCOUNT_BOUNDARY,
+        )
     for key in ("execution_role_arn", "cluster_role_arn"):
         arn = getattr(cluster, key)
         if arn:
-            yield f"cluster.{key}", arn
+            yield f"cluster.{key}", arn, _SAME_ACCOUNT_ROLE
     for i, group in enumerate(cluster.instance_groups):
+        path = f"cluster.instance_groups[{i}]"
         if group.execution_role_arn:
-            yield f"cluster.instance_groups[{i}].execution_role_arn", group.execution_role_arn
+            yield f"{path}.execution_role_arn", group.execution_role_arn, _SAME_ACCOUNT_ROLE
+        if group.training_plan_arn:
+            yield f"{path}.training_plan_arn", group.training_plan_arn, _SAME_ACCOUNT_PLAN
+    eks = cfg.eks
+    if eks is not None and eks.cluster_arn:
+        yield "eks.cluster_arn", eks.cluster_arn, _SAME_ACCOUNT_EKS
+    if eks is not None and eks.kubectl_role_arn:
+        yield "eks.kubectl_role_arn", eks.kubectl_role_arn, _SAME_ACCOUNT_KUBECTL
 
 
-def _check_iam_accounts(cfg: EnvironmentConfig, out: _Collector) -> None:
-    """Roles passed to HyperPod and permissions boundaries live in the environment's account."""
+def _check_arn_accounts(cfg: EnvironmentConfig, out: _Collector) -> None:
+    """The ARNs that must belong to the deploying account belong to ``account`` when it is set."""
     if cfg.account is None:
         return
-    for path, arn in _role_arns(cfg):
+    for path, arn, why in _same_account_arns(cfg):
         account = arn.split(":")[4]
-        if account not in (cfg.account, "aws"):
+        if account not in (cfg.account, "aws"):  # "aws": an AWS managed policy
             out.error(
                 path,
-                f"belongs to account {account}, the environment to {cfg.account}; "
-                "IAM roles and boundaries are used in their own account",
+                f"belongs to account {account} but the key account says {cfg.account}; {why}: "
+                "fix one of the two",
             )
 
 
@@ -143,14 +172,16 @@ def _check_az_ids(cfg: EnvironmentConfig, out: _Collector) -> None:
     for path, az in _az_ids(cfg):
         if not az.startswith(prefix + "-"):
             out.error(
-                path, f"{az!r} is not an AZ ID of {cfg.region}; its AZ IDs look like {prefix}-az1"
+                path,
+                f"{az!r} is not an AZ ID of {cfg.region}; its AZ IDs look like {prefix}-az1; to "
+                f"map AZ names to AZ IDs in your account, run: {facts.az_mapping_command(cfg.region)}",
             )
 
 
 def _check_orchestrator_keys(cfg: EnvironmentConfig, out: _Collector) -> None:
     net, cluster = cfg.network, cfg.cluster
     if cfg.is_slurm:
-        fix = "applies only with orchestrator: eks; remove it"
+        fix = "applies only with orchestrator: eks; set orchestrator: eks to use it, or remove it"
         if cfg.eks is not None:
             out.error("eks", f"section {fix}")
         if net.eks_availability_zone_ids:
@@ -166,7 +197,9 @@ def _check_orchestrator_keys(cfg: EnvironmentConfig, out: _Collector) -> None:
                 if group.is_set(key) and getattr(group, key):
                     out.error(f"cluster.instance_groups[{i}].{key}", fix)
     else:
-        fix = "applies only with orchestrator: slurm; remove it"
+        fix = (
+            "applies only with orchestrator: slurm; set orchestrator: slurm to use it, or remove it"
+        )
         if cluster.slurm is not None:
             out.error("cluster.slurm", f"section {fix}")
         for i, group in enumerate(cluster.instance_groups):
@@ -336,158 +369,6 @@ def _check_adopted_vpc(net: NetworkConfig, out: _Collector) -> None:
             out.error(f"network.{key}", only_new)
 
 
-def _check_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
-    base = "storage.fsx"
-    creation_keys = (
-        "storage_capacity_gib", "throughput_per_tib", "compression", "lustre_version", "efa_enabled",
-        "metadata_iops", "backup_retention_days", "kms_key_arn", "removal_policy",
-    )  # fmt: skip
-    if not fsx.enabled:
-        for key in (
-            "file_system_id",
-            "dns_name",
-            "mount_name",
-            "mount_path",
-            *creation_keys,
-            "data_repository_associations",
-        ):
-            if fsx.is_set(key):
-                out.error(
-                    f"{base}.{key}", "has no effect with storage.fsx.enabled: false; remove it"
-                )
-        return
-    if fsx.file_system_id is not None:
-        for key in ("dns_name", "mount_name"):
-            if getattr(fsx, key) is None:
-                out.error(
-                    f"{base}.{key}",
-                    "is required with storage.fsx.file_system_id (an adopted file system)",
-                )
-        for key in creation_keys:
-            if fsx.is_set(key):
-                out.error(
-                    f"{base}.{key}",
-                    "applies only to a file system the app creates, not an adopted one",
-                )
-        if fsx.dns_name and not fsx.dns_name.startswith(fsx.file_system_id + "."):
-            out.error(
-                f"{base}.dns_name", f"{fsx.dns_name!r} is not the DNS name of {fsx.file_system_id}"
-            )
-        if fsx.dns_name and f".fsx.{cfg.region}." not in fsx.dns_name:
-            out.error(f"{base}.dns_name", f"{fsx.dns_name!r} is not in region {cfg.region}")
-    else:
-        for key in ("dns_name", "mount_name"):
-            if getattr(fsx, key) is not None:
-                out.error(
-                    f"{base}.{key}",
-                    "applies only with storage.fsx.file_system_id (an adopted file system)",
-                )
-        _check_new_fsx(fsx, cfg, out)
-    _check_dras(fsx, out)
-
-
-def _check_new_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
-    base = "storage.fsx"
-    if fsx.lustre_version == "2.12":
-        if fsx.metadata_iops is not None:
-            out.error(
-                f"{base}.metadata_iops",
-                "needs lustre_version 2.15 (no metadata configuration on 2.12)",
-            )
-        if fsx.efa_enabled:
-            out.error(
-                f"{base}.efa_enabled",
-                "needs lustre_version 2.15 (EFA needs a metadata configuration)",
-            )
-    if fsx.efa_enabled:
-        multiple = facts.FSX_EFA_CAPACITY_MULTIPLE[fsx.throughput_per_tib]
-        if fsx.storage_capacity_gib % multiple:
-            out.error(
-                f"{base}.storage_capacity_gib",
-                f"{fsx.storage_capacity_gib} is not valid for an EFA-enabled file system at "
-                f"{fsx.throughput_per_tib} MB/s/TiB; use a multiple of {multiple}",
-            )
-        for i, group in enumerate(cfg.cluster.instance_groups):
-            no_efa = [
-                t
-                for t in group.all_instance_types
-                if t.split(".")[1] in facts.FSX_EFA_UNSUPPORTED_FAMILIES
-            ]
-            if no_efa:
-                out.warn(
-                    f"cluster.instance_groups[{i}]",
-                    f"{no_efa[0]} is not an EFA client of FSx for Lustre; this group reaches the "
-                    "EFA-enabled file system over TCP",
-                )
-            az = group.availability_zone_id
-            if az and az != cfg.network.availability_zone_id:
-                out.warn(
-                    f"cluster.instance_groups[{i}].availability_zone_id",
-                    f"{az} is not the file system's AZ; an EFA-enabled file system serves clients over EFA "
-                    "only in its own AZ and /16, so this group reaches it over TCP",
-                )
-    if fsx.kms_key_arn:
-        _check_kms_region(fsx.kms_key_arn, f"{base}.kms_key_arn", cfg, out)
-    if fsx.backup_retention_days > 0 and fsx.data_repository_associations:
-        out.error(
-            f"{base}.backup_retention_days",
-            "must be 0 while data_repository_associations exist (FSx takes no backups of linked file systems)",
-        )
-
-
-def _dra_target(dra: DataRepositoryAssociation) -> tuple[str, str]:
-    """(bucket, key prefix with a trailing slash); the app's own bucket is ''."""
-    if dra.s3_uri:
-        bucket, _, key = dra.s3_uri[len("s3://") :].partition("/")
-        return bucket, key.rstrip("/") + "/" if key else ""
-    return "", dra.s3_prefix or ""
-
-
-def _is_parent(a: str, b: str) -> bool:
-    """True when path ``a`` equals ``b`` or is a parent directory of it."""
-    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-    return b.startswith(a)
-
-
-def _check_dras(fsx: FsxConfig, out: _Collector) -> None:
-    base = "storage.fsx.data_repository_associations"
-    dras = fsx.data_repository_associations
-    if len(dras) > facts.MAX_DATA_REPOSITORY_ASSOCIATIONS:
-        out.error(
-            base,
-            f"{len(dras)} associations; FSx allows at most {facts.MAX_DATA_REPOSITORY_ASSOCIATIONS}",
-        )
-    for i, dra in enumerate(dras):
-        path = f"{base}[{i}]"
-        if (dra.s3_prefix is None) == (dra.s3_uri is None):
-            out.error(
-                path,
-                "give exactly one of s3_prefix (the app's data bucket) or s3_uri (an existing bucket)",
-            )
-        if dra.file_system_path == "/" and len(dras) > 1:
-            out.error(f"{path}.file_system_path", "'/' is allowed only as the sole association")
-        for j, other in enumerate(dras[:i]):
-            paths = (dra.file_system_path, other.file_system_path)
-            # '/' contains every path: the rule above reports it once.
-            if "/" not in paths and (_is_parent(*paths) or _is_parent(*reversed(paths))):
-                out.error(
-                    f"{path}.file_system_path",
-                    f"{dra.file_system_path!r} overlaps {base}[{j}] ({other.file_system_path!r}); "
-                    "association paths must not contain one another",
-                )
-            if (dra.s3_prefix is None) == (dra.s3_uri is None) or (other.s3_prefix is None) == (
-                other.s3_uri is None
-            ):
-                continue
-            (bucket, key), (other_bucket, other_key) = _dra_target(dra), _dra_target(other)
-            if bucket == other_bucket and (key.startswith(other_key) or other_key.startswith(key)):
-                where = dra.s3_uri or f"data bucket prefix {dra.s3_prefix}"
-                out.error(
-                    f"{path}.{'s3_uri' if dra.s3_uri else 's3_prefix'}",
-                    f"{where} overlaps the S3 location of {base}[{j}]; each S3 prefix serves one association",
-                )
-
-
 def _check_cluster(cluster: ClusterConfig, cfg: EnvironmentConfig, out: _Collector) -> None:
     settings = cluster.slurm_settings
     need_continuous = "needs cluster.node_provisioning_mode: Continuous"
@@ -595,7 +476,7 @@ def _check_group(group: InstanceGroup, path: str, cluster: ClusterConfig, cfg: E
                 f"{path}.taints", "custom taints are not allowed on a group with deep_health_checks"
             )
     if group.ebs_kms_key_arn:
-        _check_kms_region(group.ebs_kms_key_arn, f"{path}.ebs_kms_key_arn", cfg, out)
+        check_kms_key_region(group.ebs_kms_key_arn, f"{path}.ebs_kms_key_arn", cfg, out)
     if group.training_plan_arn:
         _check_training_plan(group.training_plan_arn, f"{path}.training_plan_arn", cfg, out)
         if group.capacity_type == "spot":
@@ -625,12 +506,34 @@ def _check_group(group: InstanceGroup, path: str, cluster: ClusterConfig, cfg: E
             )
 
 
-def _check_kms_region(arn: str, path: str, cfg: EnvironmentConfig, out: _Collector) -> None:
-    region = arn.split(":")[3]
-    if region != cfg.region:
-        out.error(
+def _instance_types(cfg: EnvironmentConfig) -> Iterable[tuple[str, str]]:
+    """(key path, instance type) of every instance type the config names."""
+    for i, group in enumerate(cfg.cluster.instance_groups):
+        path = f"cluster.instance_groups[{i}]"
+        if group.instance_type:
+            yield f"{path}.instance_type", group.instance_type
+        for j, instance_type in enumerate(group.instance_types):
+            yield f"{path}.instance_types[{j}]", instance_type
+    if cfg.eks is not None:
+        extra = cfg.eks.chart_values.extra_instance_types
+        for key in type(extra).model_fields:
+            for j, instance_type in enumerate(getattr(extra, key)):
+                yield f"eks.chart_values.extra_instance_types.{key}[{j}]", instance_type
+
+
+def _check_instance_types(cfg: EnvironmentConfig, out: _Collector) -> None:
+    """An instance type the table of HyperPod's types does not know is a warning: the model has
+    refused every name not shaped like one, and AWS may have launched the type since."""
+    for path, instance_type in _instance_types(cfg):
+        if instance_type in facts.HYPERPOD_INSTANCE_TYPES:
+            continue
+        guess = facts.close_instance_type(instance_type)
+        hint = f" (did you mean {guess!r}?)" if guess else ""
+        out.warn(
             path,
-            f"the key is in {region}, the environment in {cfg.region}; use a key of {cfg.region}",
+            f"{instance_type!r} is not an instance type HyperPod offered on "
+            f"{facts.HYPERPOD_INSTANCE_TYPES_AS_OF}{hint}; right if AWS has launched it since, "
+            "else HyperPod refuses it at deploy time",
         )
 
 
@@ -641,8 +544,6 @@ def _check_training_plan(arn: str, path: str, cfg: EnvironmentConfig, out: _Coll
             path,
             f"the plan is in {parts[3]}, the environment in {cfg.region}; a plan is used in its region",
         )
-    if cfg.account and parts[4] != cfg.account:
-        out.error(path, f"the plan belongs to account {parts[4]}, the environment to {cfg.account}")
 
 
 def _check_slurm_topology(

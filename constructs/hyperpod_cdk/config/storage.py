@@ -1,0 +1,374 @@
+"""The ``storage`` section: FSx for Lustre (created or adopted) and its data repository
+associations, the models and the cross-key rules.
+
+The models check each key; :func:`check_storage` relates keys of the section to each other and
+to the rest of the environment (the region, the instance groups), as rules.py does for the other
+sections.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
+
+from pydantic import BeforeValidator, Field, field_validator
+
+from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.models import (
+    WHOLE_NUMBER,
+    AbsolutePath,
+    KmsKeyArn,
+    StrictModel,
+    _decimal_version,
+    _matching,
+    _unique,
+    is_system_directory,
+)
+from hyperpod_cdk.config.node_setup import IssueSink
+
+if TYPE_CHECKING:
+    from hyperpod_cdk.config.models import EnvironmentConfig
+
+# A key prefix of the app's data bucket: segments ending in '/', no leading '/' or empty segment.
+S3_PREFIX_PATTERN = r"^([A-Za-z0-9!_.*'()-]+/)+$"
+DraEvent = Literal["NEW", "CHANGED", "DELETED"]
+
+
+class DataRepositoryAssociation(StrictModel):
+    """An FSx data repository association: a file system path linked to an S3 prefix."""
+
+    file_system_path: AbsolutePath = Field(description="Path in the file system, e.g. /datasets.")
+    s3_prefix: (
+        Annotated[
+            str,
+            _matching(
+                S3_PREFIX_PATTERN,
+                "an S3 key prefix ending in '/' with no leading '/', like datasets/ or team/raw/",
+                max_length=900,
+            ),
+        ]
+        | None
+    ) = Field(
+        default=None, description="A prefix (ending in /) of the data bucket this app creates."
+    )
+    s3_uri: (
+        Annotated[
+            str,
+            _matching(
+                r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
+                "an S3 URI like s3://bucket/prefix/",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Or an existing bucket (and prefix) in the same region.")
+    auto_import: list[DraEvent] = Field(
+        default_factory=lambda: list(get_args(DraEvent)),
+        description="S3 events imported into the file system automatically.",
+    )
+    auto_export: list[DraEvent] = Field(
+        default_factory=list, description="File system events exported to S3 automatically."
+    )
+    import_metadata_on_create: bool = Field(
+        default=True,
+        description="Import the metadata of existing S3 objects when the association is made.",
+    )
+
+    @field_validator("auto_import", "auto_export")
+    @classmethod
+    def _no_repeat_events(cls, value: list[str]) -> list[str]:
+        return _unique(value, "events")
+
+
+class FsxConfig(StrictModel):
+    """FSx for Lustre PERSISTENT_2: created in the HyperPod subnet, or adopted."""
+
+    enabled: bool = Field(
+        default=True, description="Create (or adopt) a file system and mount it on the nodes."
+    )
+    file_system_id: (
+        Annotated[
+            str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Adopt this file system; then dns_name and mount_name are required.",
+    )
+    dns_name: (
+        Annotated[
+            str,
+            _matching(
+                r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
+                "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Adopted file system: its DNS name.")
+    mount_name: (
+        Annotated[
+            str,
+            _matching(
+                r"^[a-z0-9]{1,8}$",
+                "the file system's Lustre mount name: up to 8 lowercase letters and digits",
+            ),
+        ]
+        | None
+    ) = Field(default=None, description="Adopted file system: its Lustre mount name.")
+    storage_capacity_gib: Annotated[int, Field(ge=1), WHOLE_NUMBER] = Field(
+        default=1200, description="1200, 2400 or a multiple of 2400 GiB."
+    )
+    throughput_per_tib: Annotated[Literal[125, 250, 500, 1000], WHOLE_NUMBER] = Field(
+        default=250, description="MB/s per TiB."
+    )
+    compression: Literal["LZ4", "NONE"] = "LZ4"
+    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(_decimal_version)] = "2.15"
+    efa_enabled: bool = Field(
+        default=False, description="EFA-enabled file system (creation-time only)."
+    )
+    metadata_iops: Annotated[int, Field(ge=1), WHOLE_NUMBER] | None = Field(
+        default=None, description="USER_PROVISIONED metadata IOPS; null means AUTOMATIC."
+    )
+    mount_path: AbsolutePath = Field(
+        default="/fsx", description="Where the nodes mount the file system."
+    )
+    backup_retention_days: Annotated[
+        int, Field(ge=0, le=facts.FSX_MAX_BACKUP_RETENTION_DAYS), WHOLE_NUMBER
+    ] = Field(
+        default=0,
+        description="Automatic backups; must be 0 while data repository associations exist.",
+    )
+    kms_key_arn: KmsKeyArn | None = Field(
+        default=None, description="Customer managed key; else an app-made key."
+    )
+    removal_policy: Literal["retain", "destroy"] = Field(
+        default="retain", description="destroy also needs the context flag destroy_data=true."
+    )
+    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+
+    @field_validator("mount_path")
+    @classmethod
+    def _not_a_system_directory(cls, value: str) -> str:
+        if is_system_directory(value):
+            raise ValueError(
+                f"{value!r} is a system directory; mount the file system elsewhere, e.g. /fsx"
+            )
+        return value
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _persistent_2_capacity(cls, value: int) -> int:
+        step = facts.FSX_PERSISTENT_2_CAPACITY_STEP
+        if value not in facts.FSX_PERSISTENT_2_SMALL_CAPACITIES and value % step != 0:
+            raise ValueError(
+                f"{value} is not valid for PERSISTENT_2; use 1200 or a multiple of {step}"
+            )
+        if value > facts.FSX_MAX_CAPACITY_GIB:
+            raise ValueError(
+                f"{value} is more than the FSx maximum of {facts.FSX_MAX_CAPACITY_GIB} GiB"
+            )
+        return value
+
+    @field_validator("metadata_iops")
+    @classmethod
+    def _metadata_iops(cls, value: int | None) -> int | None:
+        if value is None:
+            return value
+        step, top = facts.FSX_METADATA_IOPS_STEP, facts.FSX_METADATA_IOPS_MAX
+        if value not in facts.FSX_METADATA_IOPS_SMALL and not (value % step == 0 and value <= top):
+            raise ValueError(
+                f"{value} is not valid; use 1500, 3000, 6000, 12000 or a multiple of {step} up to {top}"
+            )
+        return value
+
+
+class StorageConfig(StrictModel):
+    """Shared storage of the environment."""
+
+    fsx: FsxConfig = Field(default_factory=FsxConfig)
+
+
+# -- cross-key rules --------------------------------------------------------------------------
+
+
+def check_storage(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """Cross-key problems (errors and warnings) of ``storage`` into ``out``."""
+    _check_fsx(cfg.storage.fsx, cfg, out)
+
+
+def _check_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    base = "storage.fsx"
+    creation_keys = (
+        "storage_capacity_gib", "throughput_per_tib", "compression", "lustre_version", "efa_enabled",
+        "metadata_iops", "backup_retention_days", "kms_key_arn", "removal_policy",
+    )  # fmt: skip
+    if not fsx.enabled:
+        for key in (
+            "file_system_id",
+            "dns_name",
+            "mount_name",
+            "mount_path",
+            *creation_keys,
+            "data_repository_associations",
+        ):
+            if fsx.is_set(key):
+                out.error(
+                    f"{base}.{key}", "has no effect with storage.fsx.enabled: false; remove it"
+                )
+        return
+    if fsx.file_system_id is not None:
+        for key in ("dns_name", "mount_name"):
+            if getattr(fsx, key) is None:
+                out.error(
+                    f"{base}.{key}",
+                    "is required with storage.fsx.file_system_id (an adopted file system)",
+                )
+        for key in creation_keys:
+            if fsx.is_set(key):
+                out.error(
+                    f"{base}.{key}",
+                    "applies only to a file system the app creates, not an adopted one",
+                )
+        if fsx.dns_name and not fsx.dns_name.startswith(fsx.file_system_id + "."):
+            out.error(
+                f"{base}.dns_name", f"{fsx.dns_name!r} is not the DNS name of {fsx.file_system_id}"
+            )
+        if fsx.dns_name and f".fsx.{cfg.region}." not in fsx.dns_name:
+            out.error(f"{base}.dns_name", f"{fsx.dns_name!r} is not in region {cfg.region}")
+    else:
+        for key in ("dns_name", "mount_name"):
+            if getattr(fsx, key) is not None:
+                out.error(
+                    f"{base}.{key}",
+                    "applies only with storage.fsx.file_system_id (an adopted file system)",
+                )
+        _check_new_fsx(fsx, cfg, out)
+    _check_dras(fsx, out)
+    _check_dra_paths_in_mount(fsx, out)
+
+
+def _check_new_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    base = "storage.fsx"
+    if fsx.lustre_version == "2.12":
+        if fsx.metadata_iops is not None:
+            out.error(
+                f"{base}.metadata_iops",
+                "needs lustre_version 2.15 (no metadata configuration on 2.12)",
+            )
+        if fsx.efa_enabled:
+            out.error(
+                f"{base}.efa_enabled",
+                "needs lustre_version 2.15 (EFA needs a metadata configuration)",
+            )
+    if fsx.efa_enabled:
+        multiple = facts.FSX_EFA_CAPACITY_MULTIPLE[fsx.throughput_per_tib]
+        if fsx.storage_capacity_gib % multiple:
+            out.error(
+                f"{base}.storage_capacity_gib",
+                f"{fsx.storage_capacity_gib} is not valid for an EFA-enabled file system at "
+                f"{fsx.throughput_per_tib} MB/s/TiB; use a multiple of {multiple}",
+            )
+        for i, group in enumerate(cfg.cluster.instance_groups):
+            no_efa = [
+                t
+                for t in group.all_instance_types
+                if t.split(".")[1] in facts.FSX_EFA_UNSUPPORTED_FAMILIES
+            ]
+            if no_efa:
+                out.warn(
+                    f"cluster.instance_groups[{i}]",
+                    f"{no_efa[0]} is not an EFA client of FSx for Lustre; this group reaches the "
+                    "EFA-enabled file system over TCP",
+                )
+            az = group.availability_zone_id
+            if az and az != cfg.network.availability_zone_id:
+                out.warn(
+                    f"cluster.instance_groups[{i}].availability_zone_id",
+                    f"{az} is not the file system's AZ; an EFA-enabled file system serves clients over EFA "
+                    "only in its own AZ and /16, so this group reaches it over TCP",
+                )
+    if fsx.kms_key_arn:
+        check_kms_key_region(fsx.kms_key_arn, f"{base}.kms_key_arn", cfg, out)
+    if fsx.backup_retention_days > 0 and fsx.data_repository_associations:
+        out.error(
+            f"{base}.backup_retention_days",
+            "must be 0 while data_repository_associations exist (FSx takes no backups of linked file systems)",
+        )
+
+
+def _dra_target(dra: DataRepositoryAssociation) -> tuple[str, str]:
+    """(bucket, key prefix with a trailing slash); the app's own bucket is ''."""
+    if dra.s3_uri:
+        bucket, _, key = dra.s3_uri[len("s3://") :].partition("/")
+        return bucket, key.rstrip("/") + "/" if key else ""
+    return "", dra.s3_prefix or ""
+
+
+def _is_parent(a: str, b: str) -> bool:
+    """True when path ``a`` equals ``b`` or is a parent directory of it."""
+    a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+    return b.startswith(a)
+
+
+def _check_dras(fsx: FsxConfig, out: IssueSink) -> None:
+    base = "storage.fsx.data_repository_associations"
+    dras = fsx.data_repository_associations
+    if len(dras) > facts.MAX_DATA_REPOSITORY_ASSOCIATIONS:
+        out.error(
+            base,
+            f"{len(dras)} associations; FSx allows at most {facts.MAX_DATA_REPOSITORY_ASSOCIATIONS}",
+        )
+    for i, dra in enumerate(dras):
+        path = f"{base}[{i}]"
+        if (dra.s3_prefix is None) == (dra.s3_uri is None):
+            out.error(
+                path,
+                "give exactly one of s3_prefix (the app's data bucket) or s3_uri (an existing bucket)",
+            )
+        if dra.file_system_path == "/" and len(dras) > 1:
+            out.error(f"{path}.file_system_path", "'/' is allowed only as the sole association")
+        for j, other in enumerate(dras[:i]):
+            paths = (dra.file_system_path, other.file_system_path)
+            # '/' contains every path: the rule above reports it once.
+            if "/" not in paths and (_is_parent(*paths) or _is_parent(*reversed(paths))):
+                out.error(
+                    f"{path}.file_system_path",
+                    f"{dra.file_system_path!r} overlaps {base}[{j}] ({other.file_system_path!r}); "
+                    "association paths must not contain one another",
+                )
+            if (dra.s3_prefix is None) == (dra.s3_uri is None) or (other.s3_prefix is None) == (
+                other.s3_uri is None
+            ):
+                continue
+            (bucket, key), (other_bucket, other_key) = _dra_target(dra), _dra_target(other)
+            if bucket == other_bucket and (key.startswith(other_key) or other_key.startswith(key)):
+                where = dra.s3_uri or f"data bucket prefix {dra.s3_prefix}"
+                out.error(
+                    f"{path}.{'s3_uri' if dra.s3_uri else 's3_prefix'}",
+                    f"{where} overlaps the S3 location of {base}[{j}]; each S3 prefix serves one association",
+                )
+
+
+def _check_dra_paths_in_mount(fsx: FsxConfig, out: IssueSink) -> None:
+    """A DRA path is a path inside the file system, which the nodes mount at mount_path: a path
+    that repeats the mount path puts the data one level deeper than meant (/fsx/fsx/datasets)."""
+    mount = fsx.mount_path.rstrip("/")
+    for i, dra in enumerate(fsx.data_repository_associations):
+        path = dra.file_system_path.rstrip("/")
+        if not _is_parent(mount, path):
+            continue
+        inside = path[len(mount) :] or "/"
+        out.warn(
+            f"storage.fsx.data_repository_associations[{i}].file_system_path",
+            f"{dra.file_system_path!r} is a path inside the file system, which the nodes mount "
+            f"at {fsx.mount_path}, so the data appears at {mount}{path}; write {inside} to see it "
+            f"at {dra.file_system_path}",
+        )
+
+
+def check_kms_key_region(arn: str, path: str, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """A KMS key (of FSx, of a group's EBS volume) is used in its own region only."""
+    region = arn.split(":")[3]
+    if region != cfg.region:
+        out.error(
+            path,
+            f"the key is in {region}, the environment in {cfg.region}; use a key of {cfg.region}",
+        )
