@@ -102,6 +102,7 @@ main() {
     step_nvidia_toolkit
     step_enroot_pyxis
     step_slurm_accounting
+    step_slurm_users
     step_log_rotation
     step_node_exporter
     step_dcgm_exporter

@@ -8,8 +8,9 @@
         NODE_INSTANCE_TYPE, NODE_GPU (true|false, from the hardware) and NODE_GPU_SOURCE (what
         decided it), as shell assignments
     node.py users USERS_JSON
-        one tab-separated line per user (``user NAME UID GROUPS``) and per public key
-        (``key NAME KEY``)
+        one tab-separated line per declared group (``group NAME GID``, first), per user
+        (``user NAME UID ACCOUNT GROUPS``: the Slurm account, default the name) and per public
+        key (``key NAME KEY``)
     node.py json-set FILE KEY JSON_VALUE
         set a top-level key of a JSON file (created when missing); prints changed/unchanged
     node.py json-has FILE KEY [SUBKEY]
@@ -217,11 +218,13 @@ def identify(
 
 
 def user_lines(users: dict[str, Any]) -> str:
-    """The users file as tab-separated lines for the shell (names and keys hold no tabs)."""
-    lines = []
+    """The users file as tab-separated lines for the shell (names and keys hold no tabs): the
+    declared groups first (``group NAME GID``), so that no group takes a GID a user needs."""
+    lines = [f"group\t{group['name']}\t{int(group['gid'])}" for group in users.get("groups") or []]
     for user in users.get("users") or []:
         name, uid = str(user["name"]), int(user["uid"])
-        lines.append(f"user\t{name}\t{uid}\t{','.join(user.get('groups') or [])}")
+        account = str(user.get("account") or name)
+        lines.append(f"user\t{name}\t{uid}\t{account}\t{','.join(user.get('groups') or [])}")
         lines.extend(f"key\t{name}\t{key}" for key in user.get("ssh_public_keys") or [])
     return "".join(line + "\n" for line in lines)
 

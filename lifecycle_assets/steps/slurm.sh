@@ -25,3 +25,48 @@ step_slurm_accounting() {
   done
   fail "slurmdbd is not active; HyperPod configures it from the cluster's AccountingDatabase (see the cluster's CloudWatch log stream)"
 }
+
+# sacct_lists ARGS...: `sacctmgr -nP show ARGS` lists something (a read-only query).
+sacct_lists() { [[ -n "$(probe sacctmgr -nP show "$@" 2>/dev/null || true)" ]]; }
+
+# The users of the users file in Slurm accounting: their accounts (node_setup users' `account`,
+# default the user's name) and one association each, so that `sacct` and fair share see them.
+# Idempotent: only what sacctmgr does not list yet is added.
+step_slurm_users() {
+  local name="Slurm accounts and users" file lines kind user _uid account _groups i
+  current_step "$name"
+  file="$(users_file)"
+  if [[ -z "$file" ]]; then
+    skip "$name" "no users file (node_setup.users_file)"
+    return
+  fi
+  if ! is_on slurm_accounting_database; then
+    skip "$name" "no accounting database (cluster.slurm.accounting_database)"
+    return
+  fi
+  if [[ "$NODE_ROLE" != "controller" ]]; then
+    skip "$name" "the controller registers them"
+    return
+  fi
+  step "$name"
+  # slurmdbd may be active before it answers (its database connection comes up after it)
+  for ((i = 1; i <= 30; i++)); do
+    probe sacctmgr -nP show cluster format=cluster >/dev/null 2>&1 && break
+    ((i < 30)) || fail "slurmdbd does not answer sacctmgr (sacctmgr show cluster)"
+    log "waiting for slurmdbd to answer ($i/30)"
+    sleep "$POLL_SECONDS"
+  done
+  lines="$(node_py users "$file")" || fail "cannot read the users file $(basename "$file")"
+  while IFS=$'\t' read -r kind user _uid account _groups; do
+    [[ "$kind" == user ]] || continue
+    if ! sacct_lists account "$account" format=account; then
+      run sacctmgr -i add account "$account" Description="$account" \
+        Organization="$(setting cluster_name)"
+    fi
+    if sacct_lists association where user="$user" account="$account" format=user; then
+      log "Slurm user $user is in account $account"
+    else
+      run sacctmgr -i add user "$user" Account="$account" DefaultAccount="$account"
+    fi
+  done <<<"$lines"
+}

@@ -25,14 +25,31 @@ home_of() {
 # (one writer, no race between nodes), every node when they are local.
 makes_homes() { ! shared_homes || [[ "$NODE_ROLE" == "controller" ]]; }
 
-# ensure_group NAME [GID]
+# group_gid NAME: the GID of group NAME (empty when there is none).
+group_gid() { grep -E "^$1:" "$R/etc/group" 2>/dev/null | cut -d: -f3 || true; }
+
+# gid_owner GID: the group that has GID (empty when none).
+gid_owner() { grep -E "^[^:]*:[^:]*:$1:" "$R/etc/group" 2>/dev/null | cut -d: -f1 || true; }
+
+# ensure_group NAME GID: the group with exactly this GID (the same on every node, so that files on
+# the shared file system keep their group); a node where either is taken otherwise fails.
 ensure_group() {
-  group_exists "$1" && return 0
-  if [[ -n "${2-}" ]]; then
-    run groupadd --gid "$2" "$1"
-  else
-    run groupadd "$1"
+  local name="$1" gid="$2" current owner
+  current="$(group_gid "$name")"
+  if [[ -n "$current" ]]; then
+    [[ "$current" == "$gid" ]] \
+      || fail "group $name exists with GID $current, the users file says $gid"
+    return 0
   fi
+  owner="$(gid_owner "$gid")"
+  [[ -z "$owner" ]] || fail "GID $gid of group $name is taken by group $owner on this node"
+  run groupadd --gid "$gid" "$name"
+}
+
+# ensure_ami_group NAME: a group of the AMI's packages (docker...); made as a system group where
+# this node lacks the package.
+ensure_ami_group() {
+  group_exists "$1" || run groupadd --system "$1"
 }
 
 # ensure_user NAME UID GROUPS(comma-separated)
@@ -55,7 +72,8 @@ ensure_user() {
   fi
   if [[ -n "$groups" ]]; then
     for group in ${groups//,/ }; do
-      ensure_group "$group"
+      # declared groups exist already (they come first); the others are the AMI's
+      ensure_ami_group "$group"
       in_group "$name" "$group" || run usermod --append --groups "$group" "$name"
     done
   fi
@@ -84,7 +102,7 @@ authorize() {
 }
 
 step_users() {
-  local name="users and groups" file lines kind user uid groups
+  local name="users and groups" file lines kind user uid _account groups
   current_step "$name"
   file="$(users_file)"
   if [[ -z "$file" ]]; then
@@ -96,8 +114,13 @@ step_users() {
   lines="$(node_py users "$file")" || fail "cannot read the users file $(basename "$file")"
   declare -gA USER_UIDS=()
   USER_NAMES=()
-  while IFS=$'\t' read -r kind user uid groups; do
+  # (an empty field would let read shift the next one: GROUPS, which may be empty, comes last)
+  while IFS=$'\t' read -r kind user uid _account groups; do
     case "$kind" in
+      group)
+        # group<TAB>name<TAB>gid
+        ensure_group "$user" "$uid"
+        ;;
       user)
         ensure_user "$user" "$uid" "$groups"
         USER_UIDS[$user]="$uid"

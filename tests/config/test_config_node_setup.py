@@ -250,16 +250,49 @@ def test_a_valid_users_file_passes(root: Path) -> None:
             "users[0].name: 'Alice' is not valid; use 1-32 lowercase letters, digits, _ and -",
         ),
         (
-            "users:\n  - name: alice\n    uid: 1000\n",
-            "users[0].uid: Input should be greater than or equal to 1001",
+            "users:\n  - name: alice\n    uid: 1001\n",
+            "users[0].uid: 1001 is below 2000: the AMI and the SSM agent (ssm-user) take IDs below "
+            "it, so a node may already have 1001; renumber from 2000 up, and on a running cluster "
+            "then give the existing homes on the shared file system to the new ID",
+        ),
+        (
+            "users:\n  - name: alice\n    uid: 60000\n",
+            "users[0].uid: 60000 is above 59999",
         ),
         (
             "users:\n  - name: a\n    uid: 2001\n  - name: b\n    uid: 2001\n",
-            "uid 2001 is given to more than one user",
+            "users[1].uid: UID 2001 is taken by users[0].uid",
         ),
         (
             "users:\n  - name: a\n    uid: 2001\n  - name: a\n    uid: 2002\n",
-            "name 'a' is given to more than one user",
+            "users[1].name: name 'a' is taken by users[0].name",
+        ),
+        (
+            "groups:\n  - {name: research, gid: 2002}\nusers:\n  - {name: alice, uid: 2001, "
+            "groups: [research]}\n  - {name: bob, uid: 2002}\n",
+            "groups[0].gid: GID 2002 is taken by users[1].uid (each user has a group of its own "
+            "name with GID = UID)",
+        ),
+        (
+            "groups:\n  - {name: alice, gid: 3000}\nusers:\n  - {name: alice, uid: 2001}\n",
+            "groups[0].name: name 'alice' is taken by users[0].name",
+        ),
+        (
+            "groups:\n  - {name: a, gid: 3000}\n  - {name: b, gid: 3000}\n",
+            "groups[1].gid: GID 3000 is taken by groups[0].gid",
+        ),
+        (
+            "groups:\n  - {name: docker, gid: 3000}\n",
+            "groups[0].name: 'docker' is a group of the AMI, with the GID its package gave it",
+        ),
+        (
+            "groups:\n  - {name: a, gid: 999}\n",
+            "groups[0].gid: 999 is below 2000",
+        ),
+        (
+            "users:\n  - {name: alice, uid: 2001, groups: [docker, research]}\n",
+            "users[0].groups[1]: 'research' is not declared under groups (add it with its GID, the "
+            "same on every node) and is no group of the AMI",
         ),
         (
             "users:\n  - name: a\n    uid: 2001\n    ssh_public_keys: [not-a-key]\n",
@@ -336,10 +369,17 @@ def test_users_file_becomes_users_json_beside_the_scripts(root: Path) -> None:
     files = lifecycle_extra_files(cfg, root)
     assert list(files) == [USERS_FILE_ON_NODE] == ["users.json"]
     assert json.loads(files["users.json"]) == {
+        "groups": [],
         "users": [
-            {"name": "alice", "uid": 2001, "groups": ["docker"], "ssh_public_keys": [ALICE]},
-            {"name": "bob", "uid": 2002, "groups": [], "ssh_public_keys": []},
-        ]
+            {
+                "name": "alice",
+                "uid": 2001,
+                "groups": ["docker"],
+                "ssh_public_keys": [ALICE],
+                "account": None,
+            },
+            {"name": "bob", "uid": 2002, "groups": [], "ssh_public_keys": [], "account": None},
+        ],
     }
 
 

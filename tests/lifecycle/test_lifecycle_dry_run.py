@@ -24,6 +24,7 @@ CONTROLLER_STEPS = [
     "ssh keys between nodes",
     "enroot and pyxis",
     "wait for Slurm accounting",
+    "Slurm accounts and users",
     "log rotation",
     "node exporter",
     "done",
@@ -61,6 +62,7 @@ SLURM_ONLY_STEPS = {
     "ssh keys between nodes",
     "enroot and pyxis",
     "wait for Slurm accounting",
+    "Slurm accounts and users",
     "container runtime on NVMe",
 }
 
@@ -608,3 +610,100 @@ def test_slurm_logs_are_capped_by_size_too(dry_run: DryRunner) -> None:
     timer = (root / "systemd/system/logrotate.timer.d/hyperpod-hourly.conf").read_text()
     assert timer.splitlines()[-2:] == ["OnCalendar=", "OnCalendar=hourly"]
     assert "systemctl restart logrotate.timer" in result.commands
+
+
+def test_declared_groups_come_first_with_their_gids(dry_run: DryRunner) -> None:
+    """With alice 2001 in research and bob 2002, an undeclared research took 2002 (shadow-utils
+    gives the next GID above the highest) and bob's own group then failed on every node."""
+    result = dry_run("controller")
+    assert result.returncode == 0, result.output
+    group = lines(dry_run.root("controller") / "node/etc/group")
+    assert "research:x:3001:alice,bob" in group
+    assert [line for line in group if line.startswith(("alice:", "bob:"))] == [
+        "alice:x:2001:",
+        "bob:x:2002:",
+    ]
+    adds = [c for c in result.commands if c.startswith("groupadd")]
+    assert adds[0] == "groupadd --gid 3001 research"
+
+
+def test_the_fake_groupadd_allocates_as_shadow_utils_does(fake_node) -> None:
+    """What today's users file would have done without GIDs: the clash the scripts now avoid."""
+    base = fake_node("controller")
+    env = dry.environment("controller", base)
+    groupadd = dry.FAKE_NODE / "bin/groupadd"
+    (base / "node/etc/group").write_text(
+        "root:x:0:\ndocker:x:999:\nubuntu:x:1000:\nalice:x:2001:\n"
+    )
+    subprocess.run([str(groupadd), "research"], env=env, check=True)
+    assert lines(base / "node/etc/group")[-1] == "research:x:2002:"
+    clash = subprocess.run([str(groupadd), "--gid", "2002", "bob"], env=env, capture_output=True,
+                           text=True, check=False)  # fmt: skip
+    assert (clash.returncode, clash.stderr.strip()) == (4, "groupadd: GID '2002' already exists")
+    subprocess.run([str(groupadd), "--system", "render"], env=env, check=True)
+    assert lines(base / "node/etc/group")[-1] == "render:x:998:"
+
+
+def test_a_node_whose_group_has_another_gid_fails_naming_both(fake_node) -> None:
+    base = fake_node("compute")
+    group_file = base / "node/etc/group"
+    group_file.write_text(group_file.read_text() + "research:x:1500:\n")
+    result = dry.run("compute", base)
+    assert result.returncode == 1
+    assert (
+        "FAILED in step 'users and groups': group research exists with GID 1500, the users file "
+        "says 3001"
+    ) in result.output
+
+
+def test_a_node_where_the_gid_is_taken_fails_naming_the_owner(fake_node) -> None:
+    base = fake_node("compute")
+    group_file = base / "node/etc/group"
+    group_file.write_text(group_file.read_text() + "lxd:x:3001:\n")
+    result = dry.run("compute", base)
+    assert result.returncode == 1
+    assert "GID 3001 of group research is taken by group lxd on this node" in result.output
+
+
+def test_an_ami_group_a_node_lacks_is_made_as_a_system_group(fake_node) -> None:
+    base = fake_node("controller")
+    group_file = base / "node/etc/group"
+    group_file.write_text(
+        "".join(f"{g}\n" for g in lines(group_file) if not g.startswith("docker:"))
+    )
+    result = dry.run("controller", base)
+    assert result.returncode == 0, result.output
+    assert "groupadd --system docker" in result.commands
+    assert next(g for g in lines(group_file) if g.startswith("docker:")).startswith("docker:x:999:")
+
+
+def test_users_are_registered_in_slurm_accounting_once(dry_run: DryRunner) -> None:
+    first = dry_run("controller")
+    assert "Slurm accounts and users" in first.steps
+    added = [c for c in first.commands if c.startswith("sacctmgr")]
+    assert added == [
+        "sacctmgr -i add account research Description=research Organization=ml-research",
+        "sacctmgr -i add user alice Account=research DefaultAccount=research",
+        "sacctmgr -i add account bob Description=bob Organization=ml-research",
+        "sacctmgr -i add user bob Account=bob DefaultAccount=bob",
+    ]
+    again = dry_run("controller", again=True)
+    assert again.returncode == 0, again.output
+    assert not [c for c in again.commands if c.startswith("sacctmgr")]
+    assert "Slurm user alice is in account research" in again.output
+    for node in ("login", "compute"):
+        assert dry_run(node).skipped["Slurm accounts and users"] in (
+            "the controller registers them",
+            "no accounting database (cluster.slurm.accounting_database)",
+        )
+
+
+def test_a_slurmdbd_that_never_answers_fails_the_step(fake_node) -> None:
+    """slurmdbd active for systemd, but sacctmgr gets no answer (its database is not up)."""
+    base = fake_node("controller")
+    result = dry.run("controller", base, fail="sacctmgr")
+    assert result.returncode == 1
+    assert (
+        "FAILED in step 'Slurm accounts and users': slurmdbd does not answer sacctmgr"
+    ) in result.output
+    assert "waiting for slurmdbd to answer (29/30)" in result.output

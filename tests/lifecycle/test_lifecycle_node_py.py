@@ -202,10 +202,11 @@ def test_local_addresses_are_ipv4_and_not_loopback() -> None:
 def test_user_lines_are_tab_separated_users_and_keys() -> None:
     users = json.loads((FAKE_NODE / "users.json").read_text())
     lines = node.user_lines(users).splitlines()
-    assert lines[0] == "user\talice\t2001\tdocker"
-    assert lines[1].startswith("key\talice\tssh-ed25519 AAAA")
-    assert lines[2] == "user\tbob\t2002\tdocker,research"
-    assert len(lines) == 3
+    assert lines[0] == "group\tresearch\t3001"  # declared groups first
+    assert lines[1] == "user\talice\t2001\tresearch\tdocker,research"
+    assert lines[2].startswith("key\talice\tssh-ed25519 AAAA")
+    assert lines[3] == "user\tbob\t2002\tbob\tdocker,research"
+    assert len(lines) == 4
 
 
 def test_json_set_reports_a_change_once(tmp_path: Path) -> None:

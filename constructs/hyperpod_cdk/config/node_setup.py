@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     StringConstraints,
@@ -35,10 +36,15 @@ if TYPE_CHECKING:
 # The name of the users file beside the scripts on the node (lifecycle_assets/lib/users.sh reads it).
 USERS_FILE_ON_NODE = "users.json"
 
-# Debian/Ubuntu give normal users UIDs 1000-59999 (adduser.conf FIRST_UID/LAST_UID); 1000 is
-# the AMI's own `ubuntu` user, so the users file starts above it.
-MIN_UID = 1001
+# Debian/Ubuntu give normal users UIDs 1000-59999 (adduser.conf FIRST_UID/LAST_UID). The AMI and
+# its agents take the low ones (1000 `ubuntu`; the SSM agent makes `ssm-user`, often 1001, on the
+# first session): AWS recommends 2000 and up for cluster users (HYPERPOD_FACTS, 2026-11-24). The
+# users file's groups share the range (a user's own group has GID = UID).
+MIN_UID = 2000
 MAX_UID = 59999
+# Groups the HyperPod AMIs have from their distribution packages, with system GIDs (docker 999 on
+# the Ubuntu AMIs): a user may join them without declaring them (a declared GID would clash).
+AMI_GROUPS = frozenset({"adm", "docker", "render", "sudo", "systemd-journal", "video"})
 # Names a users file must not take: accounts of the AMI, Slurm and the system.
 RESERVED_USER_NAMES = frozenset(
     {"root", "ubuntu", "slurm", "munge", "nobody", "daemon", "sys", "sync", "admin", "ssm-user"}
@@ -142,7 +148,8 @@ class NodeSetup(StrictModel):
     ) = Field(
         default=None,
         description="slurm only: a YAML file (relative to the project root) of users to create on "
-        "every node: {users: [{name, uid, groups, ssh_public_keys}]}.",
+        "every node: {groups: [{name, gid}], users: [{name, uid, groups, ssh_public_keys, "
+        "account}]} (docs/operations.md, Lifecycle logs).",
     )
     home_on_shared_storage: bool = Field(
         default=True,
@@ -205,15 +212,49 @@ class NodeSetup(StrictModel):
 # -- the users file ---------------------------------------------------------------------------
 
 
+def _cluster_id(kind: str) -> Any:
+    """A UID or GID of the users file: 2000-59999, with the way to renumber below the range."""
+
+    def check(value: int) -> int:
+        if value < MIN_UID:
+            raise ValueError(
+                f"{value} is below {MIN_UID}: the AMI and the SSM agent (ssm-user) take IDs below "
+                f"it, so a node may already have {value}; renumber from {MIN_UID} up, and on a "
+                "running cluster then give the existing homes on the shared file system to the new "
+                f"ID (chown -R NEW:NEW <mount>/home/NAME)"
+            )
+        if value > MAX_UID:
+            raise ValueError(f"{value} is above {MAX_UID}, the last {kind} of a normal account")
+        return value
+
+    return AfterValidator(check)
+
+
+class NodeGroup(StrictModel):
+    """A group created on every Slurm node with the same GID (for shared file permissions)."""
+
+    name: UserName = Field(description="Group name (the same rule as user names).")
+    gid: Annotated[int, WHOLE_NUMBER, _cluster_id("GID")] = Field(
+        description=f"GID, {MIN_UID}-{MAX_UID}, not the UID of any user (their own group's GID)."
+    )
+
+
 class NodeUser(StrictModel):
     """One user created on every Slurm node (same name and UID everywhere)."""
 
     name: UserName = Field(description="Login name (useradd's default name rule).")
-    uid: Annotated[int, Field(ge=MIN_UID, le=MAX_UID), WHOLE_NUMBER] = Field(
-        description="UID, and the GID of the user's own group."
+    uid: Annotated[int, WHOLE_NUMBER, _cluster_id("UID")] = Field(
+        description=f"UID, {MIN_UID}-{MAX_UID}; also the GID of the user's own group."
     )
     groups: list[UserName] = Field(
-        default_factory=list, description="Supplementary groups (created when missing)."
+        default_factory=list,
+        description="Supplementary groups: declared under groups (with a GID), or a group of the "
+        f"AMI ({', '.join(sorted(AMI_GROUPS))}).",
+    )
+    account: UserName | None = Field(
+        default=None,
+        description="Slurm account of the user (with the accounting database); default: the "
+        "user's name.",
     )
     ssh_public_keys: list[Annotated[str, StringConstraints(pattern=SSH_PUBLIC_KEY_PATTERN)]] = (
         Field(
@@ -232,20 +273,49 @@ class NodeUser(StrictModel):
 
 
 class UsersFile(StrictModel):
-    """The users file: ``users: [...]``, names and UIDs unique."""
+    """The users file: ``groups: [...]`` (with GIDs) and ``users: [...]``."""
 
+    groups: list[NodeGroup] = Field(default_factory=list)
     users: list[NodeUser] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _unique(self) -> UsersFile:
-        for attr in ("name", "uid"):
-            seen: set[Any] = set()
-            for user in self.users:
-                value = getattr(user, attr)
-                if value in seen:
-                    raise ValueError(f"{attr} {value!r} is given to more than one user")
-                seen.add(value)
-        return self
+    def problems(self) -> list[str]:
+        """What would clash on a node, one line each with its path in the file: a name or an ID
+        given twice, a group that takes a user's name or own-group GID, a group nobody declared."""
+        found: list[str] = []
+        owners: dict[tuple[str, Any], str] = {}
+
+        def claim(kind: str, value: Any, path: str, what: str) -> None:
+            owner = owners.get((kind, value))
+            if owner is None:
+                owners[kind, value] = path
+                return
+            why = ""
+            if owner.startswith("users") != path.startswith("users"):
+                why = " (each user has a group of its own name with GID = UID)"
+            found.append(f"{path}: {what} {value!r} is taken by {owner}{why}")
+
+        # a user's own group has the user's name and GID = UID: users and groups share both
+        for index, user in enumerate(self.users):
+            claim("name", user.name, f"users[{index}].name", "name")
+            claim("id", user.uid, f"users[{index}].uid", "UID")
+        for index, group in enumerate(self.groups):
+            claim("name", group.name, f"groups[{index}].name", "name")
+            claim("id", group.gid, f"groups[{index}].gid", "GID")
+            if group.name in AMI_GROUPS:
+                found.append(
+                    f"groups[{index}].name: {group.name!r} is a group of the AMI, with the GID its "
+                    "package gave it: do not declare it, list it in the users' groups"
+                )
+        declared = {group.name for group in self.groups}
+        for index, user in enumerate(self.users):
+            for position, name in enumerate(user.groups):
+                if name not in declared and name not in AMI_GROUPS:
+                    found.append(
+                        f"users[{index}].groups[{position}]: {name!r} is not declared under "
+                        "groups (add it with its GID, the same on every node) and is no group "
+                        f"of the AMI ({', '.join(sorted(AMI_GROUPS))})"
+                    )
+        return found
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:
@@ -294,11 +364,15 @@ def read_users_file(path: Path) -> UsersFile:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise UsersFileError([f"not valid YAML{where}: {problem}"]) from None
     try:
-        return UsersFile.model_validate(data if data is not None else {})
+        users = UsersFile.model_validate(data if data is not None else {})
     except ValidationError as exc:
         raise UsersFileError(
             [f"{_dotted(e['loc']) or '(top level)'}: {_in_words(e)}" for e in exc.errors()]
         ) from None
+    problems = users.problems()
+    if problems:
+        raise UsersFileError(problems)
+    return users
 
 
 def users_json(users: UsersFile) -> str:
