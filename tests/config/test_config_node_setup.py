@@ -435,3 +435,34 @@ def test_every_users_file_problem_is_a_line_of_its_own(root: Path) -> None:
     text = "\n".join(str(i) for i in issues)
     assert "^" not in text and "pattern" not in text
     assert "one OpenSSH public key line" in text
+
+
+# -- homes on the shared file system are never exported to S3 -----------------------------------
+
+DRA = "storage.fsx.data_repository_associations"
+
+
+@pytest.mark.parametrize("path", ["/", "/home", "/home/alice"])
+def test_exporting_the_homes_is_an_error(root: Path, path: str) -> None:
+    """Users' SSH private keys live in <mount>/home/<name>/.ssh: S3 would get every key."""
+    from hyperpod_cdk.config.storage import check_storage
+
+    dra = {"file_system_path": path, "s3_prefix": "all/", "auto_export": ["NEW", "CHANGED"]}
+    changes = {f"{NS}.users_file": "users.yaml", DRA: [dra]}
+    out = Collector()
+    check_storage(config_of(changes, "slurm", root), out)
+    assert_issue(
+        out.issues,
+        f"{DRA}[0].auto_export",
+        f"exports {path!r}, which holds the users' home directories (/fsx/home/<name>) with their "
+        "SSH private keys",
+    )
+    for safe in (
+        {DRA: [{**dra, "auto_export": []}]},  # import only
+        {DRA: [{**dra, "file_system_path": "/homework"}]},  # not the homes
+        {f"{NS}.home_on_shared_storage": False},  # homes are local
+        {f"{NS}.users_file": None},  # no homes are made
+    ):
+        out = Collector()
+        check_storage(config_of({**changes, **safe}, "slurm", root), out)
+        assert not [i for i in out.issues if i.path.endswith("auto_export")], safe

@@ -192,6 +192,33 @@ class StorageConfig(StrictModel):
 def check_storage(cfg: EnvironmentConfig, out: IssueSink) -> None:
     """Cross-key problems (errors and warnings) of ``storage`` into ``out``."""
     _check_fsx(cfg.storage.fsx, cfg, out)
+    _check_homes_not_exported(cfg, out)
+
+
+# Where the users' homes are inside the file system when they are on it (lifecycle users.sh:
+# <mount_path>/home/<name>), with their SSH private keys (~/.ssh/id_ed25519).
+HOMES_IN_FILE_SYSTEM = "/home"
+
+
+def _check_homes_not_exported(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """An association that exports the homes (at /, /home or inside it) copies every user's SSH
+    private key to S3."""
+    fsx, setup = cfg.storage.fsx, cfg.cluster.node_setup
+    if not (cfg.is_slurm and fsx.enabled and setup.users_file and setup.home_on_shared_storage):
+        return
+    for i, dra in enumerate(fsx.data_repository_associations):
+        path = dra.file_system_path
+        if not dra.auto_export or not (
+            _is_parent(path, HOMES_IN_FILE_SYSTEM) or _is_parent(HOMES_IN_FILE_SYSTEM, path)
+        ):
+            continue
+        out.error(
+            f"storage.fsx.data_repository_associations[{i}].auto_export",
+            f"exports {path!r}, which holds the users' home directories "
+            f"({fsx.mount_path.rstrip('/')}{HOMES_IN_FILE_SYSTEM}/<name>) with their SSH private "
+            "keys: S3 would get a copy of every key; export a path outside /home, or set "
+            "cluster.node_setup.home_on_shared_storage: false",
+        )
 
 
 def _check_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
