@@ -42,7 +42,7 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
         "environment": config.name,
         "orchestrator": config.orchestrator,
         "cluster_name": config.cluster_name,
-        "lifecycle_hook": config.cluster.lifecycle_hook,
+        "lifecycle_hook": config.cluster.effective_lifecycle_hook(config.is_slurm),
         "fsx": fsx,
         "slurm_accounting_database": config.is_slurm
         and config.cluster.slurm_settings.accounting_database,

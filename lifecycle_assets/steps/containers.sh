@@ -223,7 +223,7 @@ step_enroot_pyxis() {
 }
 
 step_eks_containerd() {
-  local name="containerd data on EBS" dir dirs=() src dst
+  local name="containerd data on EBS" dir dirs=() src dst unit changed=0
   current_step "$name"
   if ! is_on node_setup.eks_containerd_on_ebs true; then
     skip "$name" "node_setup.eks_containerd_on_ebs is off"
@@ -236,29 +236,45 @@ step_eks_containerd() {
     skip "$name" "no EBS volume at $EBS_MOUNT (the group has no ebs_volume_gb)"
     return
   fi
-  step "$name"
   for dir in containerd kubelet; do
-    if is_mounted "/var/lib/$dir"; then
-      log "/var/lib/$dir is on $EBS_MOUNT already"
-    else
-      dirs+=("$dir")
+    is_mounted "/var/lib/$dir" || dirs+=("$dir")
+  done
+  if ((${#dirs[@]} == 0)); then
+    step "$name"
+    log "containerd and kubelet data are on $EBS_MOUNT already"
+    return
+  fi
+  # At OnCreate (the default on EKS) the node has not joined yet: neither daemon has started.
+  # Where one runs, its data is in use (images, pod volumes and device plugin sockets): moving it
+  # would pull it from under the running pods, so it stays; new nodes get the move.
+  for unit in containerd kubelet; do
+    if service_active "$unit"; then
+      skip "$name" "$unit is running (the node has joined the cluster): its data stays on the root volume; nodes created with cluster.lifecycle_hook OnCreate (the default on EKS) get it on $EBS_MOUNT"
+      return
     fi
   done
-  ((${#dirs[@]})) || return 0
-  # Bind mounts keep each runtime's own configuration (Amazon Linux 2 and 2023 alike); the
-  # current data (the preloaded pause image) is copied first.
-  try_run systemctl stop kubelet || true
-  try_run systemctl stop containerd || true
+  step "$name"
   for dir in "${dirs[@]}"; do
     src="/var/lib/$dir" dst="$EBS_MOUNT/$dir"
     mkdir -p "$R$dst" "$R$src"
+    # what the AMI put there (the pause image); -x: never what another file system has mounted
     if [[ -z "$(ls -A "$R$dst")" && -n "$(ls -A "$R$src")" ]]; then
-      run cp -a "$R$src/." "$R$dst/"
+      run cp -a -x "$R$src/." "$R$dst/"
     fi
-    append_once "$R/etc/fstab" "$dst $src none bind 0 0" || true
+    # nofail: a missing volume must not keep the node from booting (the daemons then wait, below)
+    append_once "$R/etc/fstab" \
+      "$dst $src none bind,nofail,x-systemd.requires-mounts-for=$EBS_MOUNT 0 0" || true
     run mount --bind "$dst" "$src"
+    if write_file "$R/etc/systemd/system/$dir.service.d/hyperpod-ebs.conf" <<EOF; then
+[Unit]
+RequiresMountsFor=$src
+EOF
+      changed=1
+    fi
   done
-  run systemctl start containerd
-  run systemctl start kubelet
+  if ((changed)); then
+    # units only: nothing is started or restarted (the node's bootstrap starts both)
+    run systemctl daemon-reload
+  fi
   log "containerd and kubelet data on $EBS_MOUNT"
 }

@@ -110,17 +110,52 @@ def test_eks_node_has_no_slurm_steps_and_no_fsx_mount(dry_run: DryRunner) -> Non
 
 
 def test_eks_moves_containerd_and_kubelet_to_the_ebs_volume(dry_run: DryRunner) -> None:
+    """At OnCreate, before the node joins: nothing is stopped, started or restarted."""
     commands = dry_run("eks").commands
     assert commands == [
-        "systemctl stop kubelet",
-        "systemctl stop containerd",
-        "cp -a /var/lib/containerd/. /opt/sagemaker/containerd/",
+        "cp -a -x /var/lib/containerd/. /opt/sagemaker/containerd/",
         "mount --bind /opt/sagemaker/containerd /var/lib/containerd",
-        "cp -a /var/lib/kubelet/. /opt/sagemaker/kubelet/",
+        "cp -a -x /var/lib/kubelet/. /opt/sagemaker/kubelet/",
         "mount --bind /opt/sagemaker/kubelet /var/lib/kubelet",
-        "systemctl start containerd",
-        "systemctl start kubelet",
+        "systemctl daemon-reload",
     ]
+    root = dry_run.root("eks") / "node"
+    assert (root / "opt/sagemaker/containerd/io.containerd.content.v1.content/pause").is_file()
+    fstab = lines(root / "etc/fstab")
+    assert (
+        "/opt/sagemaker/kubelet /var/lib/kubelet none "
+        "bind,nofail,x-systemd.requires-mounts-for=/opt/sagemaker 0 0"
+    ) in fstab
+    for unit in ("containerd", "kubelet"):
+        dropin = root / f"etc/systemd/system/{unit}.service.d/hyperpod-ebs.conf"
+        assert f"RequiresMountsFor=/var/lib/{unit}" in dropin.read_text().splitlines()
+
+
+@pytest.mark.parametrize("unit", ["containerd", "kubelet"])
+def test_a_joined_eks_node_keeps_its_data_where_it_is(fake_node, unit: str) -> None:
+    """Under OnInitComplete (or a re-run on a joined node) a daemon runs: nothing is moved."""
+    base = fake_node("eks", {"lifecycle_hook": "OnInitComplete"})
+    (base / f"node/run/fake-systemd/active/{unit}").touch()
+    result = dry.run("eks", base)
+    assert result.returncode == 0, result.output
+    assert result.skipped["containerd data on EBS"].startswith(
+        f"{unit} is running (the node has joined the cluster): its data stays on the root volume"
+    )
+    assert not [c for c in result.commands if c.startswith(("cp", "mount", "systemctl"))]
+
+
+def test_the_eks_copy_stays_on_one_file_system(fake_node) -> None:
+    """A file system mounted under /var/lib/kubelet (a pod's FSx claim) is never copied."""
+    base = fake_node("eks")
+    volume = "/var/lib/kubelet/pods/abc/volumes/kubernetes.io~csi/fsx/mount"
+    (base / f"node{volume}").mkdir(parents=True)
+    (base / f"node{volume}/dataset.bin").write_text("terabytes")
+    mounts = base / "node/proc/self/mounts"
+    mounts.write_text(mounts.read_text() + f"fs@tcp:/x {volume} lustre rw 0 0\n")
+    assert dry.run("eks", base).returncode == 0
+    copied = base / "node/opt/sagemaker/kubelet/pods/abc/volumes/kubernetes.io~csi/fsx/mount"
+    assert copied.is_dir()
+    assert list(copied.iterdir()) == []
 
 
 def test_slurm_nodes_put_docker_data_on_the_fastest_local_disk(dry_run: DryRunner) -> None:
@@ -295,8 +330,12 @@ def test_eks_bind_mounts_are_in_fstab_once(dry_run: DryRunner) -> None:
     assert dry_run("eks", again=True).returncode == 0
     root = dry_run.root("eks") / "node"  # type: ignore[attr-defined]
     fstab = lines(root / "etc/fstab")
-    assert fstab.count("/opt/sagemaker/containerd /var/lib/containerd none bind 0 0") == 1
-    assert fstab.count("/opt/sagemaker/kubelet /var/lib/kubelet none bind 0 0") == 1
+    options = "none bind,nofail,x-systemd.requires-mounts-for=/opt/sagemaker 0 0"
+    assert fstab.count(f"/opt/sagemaker/containerd /var/lib/containerd {options}") == 1
+    assert fstab.count(f"/opt/sagemaker/kubelet /var/lib/kubelet {options}") == 1
+    assert "containerd and kubelet data are on /opt/sagemaker already" in (
+        dry_run("eks", again=True).output
+    )
     # the preloaded images went along
     assert (root / "opt/sagemaker/containerd/io.containerd.content.v1.content/pause").is_file()
 

@@ -106,7 +106,7 @@ def test_lifecycle_scripts_uri_output_matches_the_prefix(shipped) -> None:
 
 
 def test_entry_script_runs_on_the_configured_hook(shipped) -> None:
-    hook = shipped.config.cluster.lifecycle_hook
+    hook = shipped.config.cluster.effective_lifecycle_hook(shipped.config.is_slurm)
     other = "OnCreate" if hook == "OnInitComplete" else "OnInitComplete"
     for group in groups(shipped):
         config = group["LifeCycleConfig"]
@@ -114,20 +114,28 @@ def test_entry_script_runs_on_the_configured_hook(shipped) -> None:
         assert other not in config
 
 
-def test_entry_script_runs_on_init_complete_by_default(build_variant) -> None:
-    synth = build_variant(base="minimal")
-    assert synth.config.cluster.lifecycle_hook == "OnInitComplete"
+@pytest.mark.parametrize(
+    ("base", "hook", "other"),
+    [("minimal", "OnInitComplete", "OnCreate"), ("eks-minimal", "OnCreate", "OnInitComplete")],
+)
+def test_entry_script_runs_on_the_orchestrators_hook_by_default(
+    build_variant, base: str, hook: str, other: str
+) -> None:
+    """Slurm: after HyperPod has set up Slurm, Docker and FSx; EKS: before the node joins."""
+    synth = build_variant(base=base)
+    assert synth.config.cluster.lifecycle_hook is None
     for group in groups(synth):
         config = group["LifeCycleConfig"]
-        assert config["OnInitComplete"] == LIFECYCLE_ENTRY_SCRIPT == "entrypoint.sh"
-        assert "OnCreate" not in config
+        assert config[hook] == LIFECYCLE_ENTRY_SCRIPT == "entrypoint.sh"
+        assert other not in config
+    assert node_settings(synth.config)["lifecycle_hook"] == hook
 
 
-def test_entry_script_runs_on_create_when_configured(build_variant) -> None:
-    synth = build_variant({"cluster.lifecycle_hook": "OnCreate"}, base="eks-minimal")
+def test_entry_script_runs_on_init_complete_when_configured_on_eks(build_variant) -> None:
+    synth = build_variant({"cluster.lifecycle_hook": "OnInitComplete"}, base="eks-minimal")
     for group in groups(synth):
-        assert group["LifeCycleConfig"]["OnCreate"] == "entrypoint.sh"
-        assert "OnInitComplete" not in group["LifeCycleConfig"]
+        assert group["LifeCycleConfig"]["OnInitComplete"] == "entrypoint.sh"
+        assert "OnCreate" not in group["LifeCycleConfig"]
 
 
 def test_cluster_waits_for_the_upload(shipped) -> None:

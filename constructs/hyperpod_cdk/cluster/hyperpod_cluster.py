@@ -230,7 +230,7 @@ class HyperPodCluster(Construct):
         return configs or None
 
     def _instance_group(self, group: InstanceGroup) -> _Props.ClusterInstanceGroupProperty:
-        hook = self.config.lifecycle_hook
+        hook = self.config.effective_lifecycle_hook(self._slurm)
         lifecycle = _Props.ClusterLifeCycleConfigProperty(
             source_s3_uri=self._lifecycle.source_s3_uri,
             on_create=self._lifecycle.entry_script if hook == "OnCreate" else None,

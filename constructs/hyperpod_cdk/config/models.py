@@ -577,7 +577,13 @@ class ClusterConfig(StrictModel):
         default="lifecycle_assets",
         description="Directory uploaded, unpacked, under a content-hashed prefix (relative to the project root).",
     )
-    lifecycle_hook: Literal["OnInitComplete", "OnCreate"] = "OnInitComplete"
+    lifecycle_hook: Literal["OnInitComplete", "OnCreate"] | None = Field(
+        default=None,
+        description="When HyperPod runs the entry script; default per orchestrator: "
+        "OnInitComplete on slurm (after HyperPod has set up Slurm, Docker and FSx; OnCreate is "
+        "refused there), OnCreate on eks (before the node joins the cluster, as AWS's EKS "
+        "scripts; OnInitComplete is documented for Slurm only).",
+    )
     execution_role_arn: RoleArn | None = None
     auto_scaling: bool = Field(
         default=False, description="eks only, Continuous: Karpenter autoscaling."
@@ -612,6 +618,11 @@ class ClusterConfig(StrictModel):
             if max(group.count, group.min_count or 0) > 0
             and not any(t.effect in ("NoSchedule", "NoExecute") for t in group.taints)
         ]
+
+    def effective_lifecycle_hook(self, slurm: bool) -> str:
+        """``lifecycle_hook``, or the orchestrator's default (OnInitComplete on Slurm, OnCreate
+        on EKS)."""
+        return self.lifecycle_hook or ("OnInitComplete" if slurm else "OnCreate")
 
 
 class EksDependencies(StrictModel):

@@ -394,6 +394,14 @@ def _check_cluster(cluster: ClusterConfig, cfg: EnvironmentConfig, out: _Collect
             "up Slurm, Docker and FSx (OnInitComplete) and do not start slurmctld or slurmd "
             "themselves; use OnInitComplete (the default)",
         )
+    if not cfg.is_slurm and cluster.lifecycle_hook == "OnInitComplete":
+        out.warn(
+            "cluster.lifecycle_hook",
+            "OnInitComplete is documented for Slurm only; on EKS the scripts move containerd "
+            "and kubelet onto the group's EBS volume before the node joins (OnCreate, the "
+            "default), and leave them on the root volume of a node that has joined: remove the "
+            "key to use OnCreate",
+        )
     if not settings.accounting_database:
         for key in (
             "accounting_instance_class",
