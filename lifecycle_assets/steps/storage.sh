@@ -100,10 +100,13 @@ efa_devices() {
   return 0
 }
 
+# The unit that repeats the EFA check at every boot (lifecycle scripts never run at reboot).
+EFA_CHECK_UNIT=hyperpod-fsx-efa-check.service
+
 step_fsx_efa() {
-  local name="verify EFA transport to FSx" mode nets
+  local name="verify EFA transport to FSx" mode path out rc=0 line changed=0
   current_step "$name"
-  mode="$(setting node_setup.fsx_efa_check warn)"
+  mode="$(setting node_setup.fsx_efa_check fail)"
   if ! is_on fsx.enabled || ! is_on fsx.efa; then
     skip "$name" "the file system is not EFA-enabled"
     return
@@ -117,15 +120,51 @@ step_fsx_efa() {
     return
   fi
   step "$name"
-  # An EFA client's Lustre networking (LNet) has an `efa` network next to `tcp`; without it
-  # the client falls back to TCP silently (FSx for Lustre guide, "Using EFA-enabled file systems").
-  nets="$(probe lnetctl net show 2>/dev/null || true)"
-  if grep -qE 'net type:[[:space:]]*efa' <<<"$nets"; then
-    log "Lustre networking uses EFA"
-    return
+  path="$(setting fsx.mount_path /fsx)"
+  # lib/fsx_efa_check.sh is the check the boot unit repeats; in the dry run the fake node's
+  # simulators answer its lnetctl and dd
+  if [[ "$DRY_RUN" == 1 ]]; then
+    out="$(PATH="$DRY_RUN_SIMULATORS:$PATH" bash "$LIB_DIR/fsx_efa_check.sh" "$path" "$mode")" || rc=$?
+  else
+    out="$(bash "$LIB_DIR/fsx_efa_check.sh" "$path" "$mode")" || rc=$?
   fi
-  if [[ "$mode" == "fail" ]]; then
-    fail "Lustre networking has no efa network: FSx traffic goes over TCP (lnetctl net show)"
+  while IFS= read -r line; do
+    case "$line" in
+      FAILED:*) ;;
+      WARNING:*) warn "${line#WARNING: }" ;;
+      ?*) log "$line" ;;
+    esac
+  done <<<"$out"
+  if ((rc != 0)); then
+    line="$(grep -m1 '^FAILED: ' <<<"$out" || true)"
+    fail "${line#FAILED: }${line:+ }(node_setup.fsx_efa_check: $mode)"
   fi
-  warn "Lustre networking has no efa network: FSx traffic goes over TCP (lnetctl net show)"
+  mkdir -p "$R$INSTALL_DIR"
+  if ! cmp -s "$LIB_DIR/fsx_efa_check.sh" "$R$INSTALL_DIR/fsx_efa_check.sh"; then
+    cp "$LIB_DIR/fsx_efa_check.sh" "$R$INSTALL_DIR/fsx_efa_check.sh" \
+      || fail "cannot install $INSTALL_DIR/fsx_efa_check.sh"
+    changed=1
+  fi
+  if write_file "$R/etc/systemd/system/$EFA_CHECK_UNIT" <<EOF; then
+# Written by the HyperPod lifecycle scripts: the EFA check of FSx traffic, at every boot.
+[Unit]
+Description=Check that FSx for Lustre traffic uses EFA
+After=network-online.target remote-fs.target $EFA_LUSTRE_CLIENT_UNIT
+Wants=network-online.target
+RequiresMountsFor=$path
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/bash $INSTALL_DIR/fsx_efa_check.sh $path $mode
+
+[Install]
+WantedBy=multi-user.target
+EOF
+    changed=1
+  fi
+  if ((changed)); then
+    run systemctl daemon-reload
+    # enabled for the next boots; this boot has just been checked
+    run systemctl enable "$EFA_CHECK_UNIT"
+  fi
 }

@@ -746,3 +746,59 @@ def test_a_slurmdbd_that_never_answers_fails_the_step(fake_node) -> None:
         "FAILED in step 'Slurm accounts and users': slurmdbd does not answer sacctmgr"
     ) in result.output
     assert "waiting for slurmdbd to answer (29/30)" in result.output
+
+
+# -- EFA to FSx: measured, not only configured -------------------------------------------------
+
+
+def test_efa_transport_is_measured_and_checked_again_at_boot(dry_run: DryRunner) -> None:
+    result = dry_run("compute")
+    assert "Lustre traffic uses EFA: 2 NIs for 2 EFA devices; 64 MiB moved the efa counters" in (
+        result.output
+    )
+    root = dry_run.root("compute") / "node"
+    unit = (root / "etc/systemd/system/hyperpod-fsx-efa-check.service").read_text()
+    assert "ExecStart=/usr/bin/bash /opt/hyperpod-lifecycle/fsx_efa_check.sh /fsx warn" in unit
+    assert "RequiresMountsFor=/fsx" in unit.splitlines()
+    assert (root / "opt/hyperpod-lifecycle/fsx_efa_check.sh").is_file()
+    assert "systemctl enable hyperpod-fsx-efa-check.service" in result.commands
+    assert not list((root / "fsx").glob(".hyperpod-efa-probe-*"))  # the probe file is gone
+
+
+@pytest.mark.parametrize(
+    ("fault", "message"),
+    [
+        ("fake-lnet-efa-nis", "only 1 of this node's 2 EFA devices carry Lustre traffic"),
+        ("fake-lnet-efa-idle", "64 MiB of direct I/O to /fsx did not move LNet's efa counters"),
+    ],
+)
+def test_an_efa_network_that_carries_no_traffic_fails_by_default(
+    fake_node, fault: str, message: str
+) -> None:
+    base = fake_node("compute", {"node_setup.fsx_efa_check": None})  # the default: fail
+    (base / "node/run" / fault).write_text("1\n")
+    result = dry.run("compute", base)
+    assert result.returncode == 1
+    assert f"FAILED in step 'verify EFA transport to FSx': {message}" in result.output
+    assert "(node_setup.fsx_efa_check: fail)" in result.output
+
+
+def test_the_boot_check_is_the_same_check(fake_node) -> None:
+    base = fake_node("compute")
+    assert dry.run("compute", base).returncode == 0
+    installed = base / "node/opt/hyperpod-lifecycle/fsx_efa_check.sh"
+    env = {
+        **dry.environment("compute", base),
+        "PATH": f"{dry.FAKE_NODE / 'bin'}:{dry.environment('compute', base)['PATH']}",
+    }
+
+    def boot(mode: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(installed), "/fsx", mode], env=env, capture_output=True,
+                              text=True, timeout=60, check=False)  # fmt: skip
+
+    assert boot("fail").returncode == 0
+    (base / "node/run/fake-lnet-efa-idle").touch()
+    done = boot("fail")
+    assert done.returncode == 1
+    assert done.stdout.startswith("FAILED: 64 MiB of direct I/O to /fsx did not move")
+    assert boot("warn").returncode == 0

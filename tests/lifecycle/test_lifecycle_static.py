@@ -45,14 +45,21 @@ def test_shellcheck_reports_nothing_at_warning_level() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+# scripts run on their own: the entry script, and the EFA check its boot unit runs again
+RUN_ON_THEIR_OWN = {"entrypoint.sh", "lib/fsx_efa_check.sh"}
+
+
 def test_shell_files_use_strict_mode_or_are_sourced() -> None:
     entry = (LIFECYCLE_ASSETS / "entrypoint.sh").read_text()
-    assert entry.startswith("#!/usr/bin/env bash\n")
     assert "\nset -Eeuo pipefail\n" in entry
     for path in LIFECYCLE_ASSETS.rglob("*.sh"):
-        if path.name != "entrypoint.sh":
+        text = path.read_text()
+        if str(path.relative_to(LIFECYCLE_ASSETS)) in RUN_ON_THEIR_OWN:
+            assert text.startswith("#!/usr/bin/env bash\n"), path
+            assert re.search(r"^set -E?euo pipefail$", text, re.M), path
+        else:
             # libraries and steps are sourced by the entry script, never run on their own
-            assert path.read_text().startswith("# shellcheck shell=bash"), path
+            assert text.startswith("# shellcheck shell=bash"), path
             assert not os.access(path, os.X_OK), path
 
 
