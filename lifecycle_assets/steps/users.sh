@@ -21,6 +21,22 @@ home_of() {
   fi
 }
 
+# probe_shared_homes: the homes' directory on the shared file system takes a write, before any
+# home is made there: a file system mounted read-only (or not mounted: then the directory is on
+# the root volume) fails here with its reason, not halfway through the users.
+probe_shared_homes() {
+  local dir probe
+  dir="$(setting fsx.mount_path /fsx)/home"
+  is_mounted "$(setting fsx.mount_path /fsx)" \
+    || fail "$(setting fsx.mount_path /fsx) is not mounted: the home directories would land on the root volume"
+  probe="$dir/.hyperpod-write-probe-$$"
+  if ! { mkdir -p "$R$dir" && : >"$R$probe" && rm -f "$R$probe"; } 2>/dev/null; then
+    rm -f "$R$probe" 2>/dev/null || true
+    fail "cannot write to $dir on the shared file system (read-only, or full?): the home directories cannot be made there"
+  fi
+  log "$dir takes writes"
+}
+
 # makes_homes: this node creates the home directories: the controller when they are shared
 # (one writer, no race between nodes), every node when they are local.
 makes_homes() { ! shared_homes || [[ "$NODE_ROLE" == "controller" ]]; }
@@ -111,6 +127,9 @@ step_users() {
   fi
   step "$name"
   [[ -f "$file" ]] || fail "the users file $(basename "$file") is not beside the scripts"
+  if shared_homes && makes_homes; then
+    probe_shared_homes
+  fi
   lines="$(node_py users "$file")" || fail "cannot read the users file $(basename "$file")"
   declare -gA USER_UIDS=()
   USER_NAMES=()

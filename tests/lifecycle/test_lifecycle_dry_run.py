@@ -411,12 +411,14 @@ def test_a_missing_fsx_mount_fails_the_node(fake_node) -> None:
 
 def test_a_failing_shell_command_is_reported_by_the_error_trap(fake_node) -> None:
     base = fake_node("controller")
-    # a file where the shared home directories go: mkdir fails outside the run wrapper
-    (base / "node/fsx").mkdir(parents=True, exist_ok=True)
-    (base / "node/fsx/home").write_text("")
+    # a file where alice's home goes: mkdir fails outside the run wrapper
+    (base / "node/fsx/home").mkdir(parents=True, exist_ok=True)
+    (base / "node/fsx/home/alice").write_text("")
     result = dry.run("controller", base)
     assert result.returncode != 0
-    assert "[lifecycle] FAILED in step 'users and groups' (exit 1): mkdir -p" in result.output
+    assert (
+        "[lifecycle] FAILED in step 'users and groups' (exit 1): mkdir -p \"$R$home\""
+    ) in result.output
 
 
 def test_a_node_missing_from_the_resource_config_fails(fake_node) -> None:
@@ -802,3 +804,26 @@ def test_the_boot_check_is_the_same_check(fake_node) -> None:
     assert done.returncode == 1
     assert done.stdout.startswith("FAILED: 64 MiB of direct I/O to /fsx did not move")
     assert boot("warn").returncode == 0
+
+
+def test_the_shared_homes_take_a_write_before_any_home_is_made(fake_node) -> None:
+    base = fake_node("controller")
+    (base / "node/fsx/home").write_text("")  # a file where the directory should be: no writes
+    result = dry.run("controller", base)
+    assert result.returncode == 1
+    assert (
+        "FAILED in step 'users and groups': cannot write to /fsx/home on the shared file system"
+    ) in result.output
+    assert not [c for c in result.commands if c.startswith(("useradd", "groupadd"))]
+
+
+def test_homes_are_never_made_on_an_unmounted_shared_file_system(fake_node) -> None:
+    base = fake_node("controller")
+    mounts = base / "node/proc/self/mounts"
+    mounts.write_text("".join(f"{m}\n" for m in lines(mounts) if " /fsx " not in m))
+    result = dry.run(
+        "controller",
+        base,
+    )
+    assert result.returncode == 1
+    assert "/fsx is not mounted" in result.output
