@@ -95,6 +95,7 @@ main() {
     step_log_rotation
   else
     step_fsx
+    step_lustre_hold
     step_fsx_efa
     step_users
     step_ssh_keys

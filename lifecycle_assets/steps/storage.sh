@@ -168,3 +168,33 @@ EOF
     run systemctl enable "$EFA_CHECK_UNIT"
   fi
 }
+
+# The FSx for Lustre client is a kernel module built for one kernel (lustre-client-modules-<kernel>
+# on Ubuntu): a kernel that unattended-upgrades installs comes up at the next reboot without it,
+# and /fsx no longer mounts. HyperPod moves nodes to new kernels with new AMIs
+# (UpdateClusterSoftware), so the kernel and the client packages stay where the AMI put them.
+LUSTRE_HOLD_PATTERNS=("lustre-client-modules-*" "lustre-client-utils" "linux-aws" "linux-image-aws" "linux-headers-aws")
+
+step_lustre_hold() {
+  local name="hold the Lustre client and kernel" installed held package to_hold=()
+  current_step "$name"
+  if ! is_on fsx.enabled || [[ "$(setting fsx.type lustre)" != lustre ]]; then
+    skip "$name" "no FSx for Lustre file system"
+    return
+  fi
+  step "$name"
+  installed="$(probe dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n' "${LUSTRE_HOLD_PATTERNS[@]}" 2>/dev/null \
+    | awk '$1 ~ /^[hi]i/ {print $2}' || true)"
+  if [[ -z "$installed" ]]; then
+    warn "no Lustre client package is installed (dpkg-query): the AMI must bring the client some other way"
+    return
+  fi
+  held="$(probe apt-mark showhold 2>/dev/null || true)"
+  for package in $installed; do
+    grep -qxF "$package" <<<"$held" || to_hold+=("$package")
+  done
+  if ((${#to_hold[@]})); then
+    run apt-mark hold "${to_hold[@]}"
+  fi
+  log "held against upgrades: $(tr '\n' ' ' <<<"$installed")"
+}

@@ -20,6 +20,7 @@ CONTROLLER_STEPS = [
     "read settings",
     "identify node",
     "wait for FSx mount",
+    "hold the Lustre client and kernel",
     "users and groups",
     "ssh keys between nodes",
     "enroot and pyxis",
@@ -33,6 +34,7 @@ LOGIN_STEPS = [
     "read settings",
     "identify node",
     "wait for FSx mount",
+    "hold the Lustre client and kernel",
     "users and groups",
     "container runtime on NVMe",
     "enroot and pyxis",
@@ -44,6 +46,7 @@ COMPUTE_STEPS = [
     "read settings",
     "identify node",
     "wait for FSx mount",
+    "hold the Lustre client and kernel",
     "verify EFA transport to FSx",
     "users and groups",
     "container runtime on NVMe",
@@ -58,6 +61,7 @@ COMPUTE_STEPS = [
 EKS_STEPS = ["read settings", "identify node", "containerd data on EBS", "log rotation", "done"]
 SLURM_ONLY_STEPS = {
     "wait for FSx mount",
+    "hold the Lustre client and kernel",
     "users and groups",
     "ssh keys between nodes",
     "enroot and pyxis",
@@ -827,3 +831,16 @@ def test_homes_are_never_made_on_an_unmounted_shared_file_system(fake_node) -> N
     )
     assert result.returncode == 1
     assert "/fsx is not mounted" in result.output
+
+
+def test_the_lustre_client_and_kernel_are_held_once(dry_run: DryRunner) -> None:
+    """A kernel upgrade would come up at the next reboot without the Lustre client module."""
+    first = dry_run("login")
+    assert [c for c in first.commands if c.startswith("apt-mark")] == [
+        "apt-mark hold linux-aws linux-image-aws linux-headers-aws "
+        "lustre-client-modules-6.8.0-1024-aws lustre-client-modules-aws lustre-client-utils"
+    ]
+    again = dry_run("login", again=True)
+    assert not [c for c in again.commands if c.startswith("apt-mark")]
+    held = lines(dry_run.root("login") / "node/var/lib/fake-dpkg/held")
+    assert "openssh-server" not in held and "lustre-client-utils" in held
