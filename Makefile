@@ -25,7 +25,7 @@ CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status bench migrate-eks-dependencies init
+        distclean lifecycle-dry-run preflight status sync-users bench migrate-eks-dependencies init
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -76,6 +76,9 @@ migrate-eks-dependencies: bootstrap-python ## before the first deploy of an EKS 
 
 status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, failed nodes, logs, how to reach it
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status "$(CONFIG)" $(OPS_ARGS)
+
+sync-users: bootstrap-python ## apply CONFIG's users file to every running node of the deployed Slurm cluster (SSM; OPS_ARGS='--dry-run')
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.sync_users "$(CONFIG)" $(OPS_ARGS)
 
 bench: bootstrap ## synth, test-suite and first-deploy critical-path figures (BENCH_ARGS='--skip-tests')
 	@$(WITH_ENV) $(VENV_PY) scripts/bench.py $(BENCH_ARGS)

@@ -82,32 +82,41 @@ identify_node() {
   log "role $NODE_ROLE, group $NODE_GROUP, instance type ${NODE_INSTANCE_TYPE:-unknown}, GPU $NODE_GPU ($NODE_GPU_SOURCE)"
 }
 
+# The steps of each role, in order (each a step_<name> function of steps/*.sh).
+EKS_STEPS=(fsx eks_containerd log_rotation)
+SLURM_STEPS=(fsx lustre_hold fsx_efa users ssh_keys container_runtime nvidia_toolkit enroot_pyxis
+  slurm_accounting slurm_users log_rotation node_exporter dcgm_exporter efa_exporter)
+
+# HYPERPOD_ONLY_STEPS=users,ssh_keys,slurm_users (make sync-users): only these steps of the
+# node's role run, on a node that is up already; empty: every step. (ssh_keys needs users in the
+# same run: it works on the users that step read.)
+ONLY_STEPS="${HYPERPOD_ONLY_STEPS:-}"
+
+run_steps() {
+  local name
+  for name in ${ONLY_STEPS//,/ }; do
+    [[ " ${EKS_STEPS[*]} ${SLURM_STEPS[*]} " == *" $name "* ]] \
+      || fail "HYPERPOD_ONLY_STEPS: unknown step $name (steps: ${SLURM_STEPS[*]} ${EKS_STEPS[*]})"
+  done
+  for name in "$@"; do
+    if [[ -z "$ONLY_STEPS" || ",$ONLY_STEPS," == *",$name,"* ]]; then
+      "step_$name"
+    fi
+  done
+}
+
 main() {
   log "lifecycle scripts start ($(date -u +%Y-%m-%dT%H:%M:%SZ))"
   step "read settings"
   load_settings
   step "identify node"
   identify_node
+  [[ -z "$ONLY_STEPS" ]] || log "only these steps run (HYPERPOD_ONLY_STEPS): $ONLY_STEPS"
   if [[ "$NODE_ROLE" == "eks" ]]; then
     # HyperPod does not mount FSx on EKS nodes (pods use the FSx CSI driver) and there is no Slurm
-    step_fsx
-    step_eks_containerd
-    step_log_rotation
+    run_steps "${EKS_STEPS[@]}"
   else
-    step_fsx
-    step_lustre_hold
-    step_fsx_efa
-    step_users
-    step_ssh_keys
-    step_container_runtime
-    step_nvidia_toolkit
-    step_enroot_pyxis
-    step_slurm_accounting
-    step_slurm_users
-    step_log_rotation
-    step_node_exporter
-    step_dcgm_exporter
-    step_efa_exporter
+    run_steps "${SLURM_STEPS[@]}"
   fi
   step "done"
   log "node setup complete: ${STEPS_RUN[*]}"

@@ -844,3 +844,28 @@ def test_the_lustre_client_and_kernel_are_held_once(dry_run: DryRunner) -> None:
     assert not [c for c in again.commands if c.startswith("apt-mark")]
     held = lines(dry_run.root("login") / "node/var/lib/fake-dpkg/held")
     assert "openssh-server" not in held and "lustre-client-utils" in held
+
+
+def test_only_the_named_steps_run_for_make_sync_users(fake_node) -> None:
+    base = fake_node("controller")
+    env = {
+        **dry.environment("controller", base),
+        "HYPERPOD_ONLY_STEPS": "users,ssh_keys,slurm_users",
+    }
+    done = subprocess.run(["bash", str(base / "scripts/entrypoint.sh")], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, check=False)  # fmt: skip
+    result = dry.DryRun.parse("controller", done.returncode, done.stdout)
+    assert result.returncode == 0, result.output
+    assert result.steps == [
+        "read settings",
+        "identify node",
+        "users and groups",
+        "ssh keys between nodes",
+        "Slurm accounts and users",
+        "done",
+    ]
+    env["HYPERPOD_ONLY_STEPS"] = "users,nope"
+    done = subprocess.run(["bash", str(base / "scripts/entrypoint.sh")], env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 1
+    assert "HYPERPOD_ONLY_STEPS: unknown step nope" in done.stdout

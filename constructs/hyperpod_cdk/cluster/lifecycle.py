@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,38 +15,17 @@ from constructs import Construct
 
 from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
 from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
+from hyperpod_cdk.lifecycle_prefix import IGNORED as _IGNORED
+from hyperpod_cdk.lifecycle_prefix import LIFECYCLE_ROOT as LIFECYCLE_ROOT
+from hyperpod_cdk.lifecycle_prefix import content_hash as content_hash
+from hyperpod_cdk.lifecycle_prefix import lifecycle_prefix
 from hyperpod_cdk.nag import acknowledge, cdk_assets_objects, nag_ref
 from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
 
 SETTINGS_FILE = "settings.json"
-_IGNORED = {"__pycache__", ".DS_Store"}
 # The lifecycle scripts shipped with the library (package data): in the repository a symlink to
 # its lifecycle_assets/, in an installed wheel a copy of those files with their modes.
 PACKAGED_SCRIPTS = (Path(__file__).parent.parent / "lifecycle_assets").resolve()
-
-
-def _files(directory: Path) -> list[Path]:
-    return sorted(
-        p
-        for p in directory.rglob("*")
-        if p.is_file() and not any(part in _IGNORED for part in p.parts)
-    )
-
-
-def content_hash(
-    directory: Path, settings: Mapping[str, Any], extra_files: Mapping[str, str] | None = None
-) -> str:
-    """A digest of every file (path, mode, bytes), of the generated settings and of the
-    generated extra files."""
-    digest = hashlib.sha256()
-    for path in _files(directory):
-        digest.update(path.relative_to(directory).as_posix().encode() + b"\0")
-        digest.update(b"x" if path.stat().st_mode & 0o111 else b"-")
-        digest.update(path.read_bytes() + b"\0")
-    digest.update(json.dumps(settings, sort_keys=True).encode())
-    for name, content in sorted((extra_files or {}).items()):
-        digest.update(b"\0extra\0" + name.encode() + b"\0" + content.encode())
-    return digest.hexdigest()
 
 
 # HyperPod API reference, ClusterLifeCycleConfig.SourceS3Uri: "the path must start with
@@ -100,12 +78,6 @@ def check_lifecycle_bucket_name(bucket_name: str) -> None:
             f"bucket_name {bucket_name!r} is not an S3 bucket name: 3-63 lowercase letters, "
             "digits, dots and hyphens, starting and ending with a letter or digit"
         )
-
-
-# Every upload goes under this prefix, one content-hashed folder per version of the scripts.
-# Nodes may read all of them: between the nodes stack's update and the cluster's, a node that
-# HyperPod replaces still boots from the previous folder.
-LIFECYCLE_ROOT = "lifecycle/"
 
 
 class LifecycleScripts(Construct):
@@ -164,7 +136,7 @@ class LifecycleScripts(Construct):
                 raise ValueError(f"extra file {name!r} would replace {directory / name}")
         self.entry_script = LIFECYCLE_ENTRY_SCRIPT
         self.hash = content_hash(directory, settings, extra)
-        self.prefix = f"{LIFECYCLE_ROOT}{self.hash[:20]}/"
+        self.prefix = lifecycle_prefix(self.hash)
         if access_logs_bucket is None:
             access_logs_bucket = access_log_bucket(
                 self,
