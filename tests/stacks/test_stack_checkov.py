@@ -107,6 +107,8 @@ FLIPPED_CHOICES = {
         },
         None,
     ),
+    # all egress from the nodes (AWS's console default): the one config-dependent egress finding
+    "slurm-all-egress": ("default", {"network.node_egress": "all"}, None),
     # no shipped config has a closed network (no NAT, interface endpoints only)
     "slurm-closed-network": ("default", {"network.closed_network": True}, None),
     "eks-closed-network": (

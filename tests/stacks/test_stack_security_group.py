@@ -131,3 +131,56 @@ def test_no_security_group_allows_all_outbound_by_default(shipped) -> None:
                 and ".SecurityGroupEgress" in path
             ):
                 assert value["IpProtocol"] == "tcp", (name, path)
+
+
+# -- network.node_egress ------------------------------------------------------------------------
+
+
+def _egress(synth) -> list[dict]:
+    group = synth.template("network")["Resources"][node_group_id(synth)]
+    return group["Properties"].get("SecurityGroupEgress", [])
+
+
+def _self_egress_survives(synth) -> None:
+    group = get_att(node_group_id(synth), "GroupId")
+    assert any(
+        r["IpProtocol"] == "-1" and r.get("DestinationSecurityGroupId") == group
+        for r in standalone_rules(synth, "AWS::EC2::SecurityGroupEgress")
+    )
+
+
+def test_all_egress_is_one_explicit_rule_and_keeps_the_efa_self_rule(build_variant) -> None:
+    synth = build_variant({"network.node_egress": "all"}, base="minimal")
+    assert _egress(synth) == []  # nothing inline: one standalone rule
+    group = get_att(node_group_id(synth), "GroupId")
+    (everything,) = [
+        (logical_id, r)
+        for logical_id, r in synth.resources("network", "AWS::EC2::SecurityGroupEgress").items()
+        if r["Properties"].get("CidrIp") == "0.0.0.0/0" and r["Properties"]["GroupId"] == group
+    ]
+    assert everything[1]["Properties"]["IpProtocol"] == "-1"
+    assert {s["id"] for s in everything[1]["Metadata"]["checkov"]["skip"]} == {"CKV_AWS_382"}
+    _self_egress_survives(synth)
+
+
+def test_listed_egress_rules_add_to_the_default_ones(build_variant) -> None:
+    rules = [
+        {"port": 22, "cidr": "0.0.0.0/0", "description": "git over SSH"},
+        {"port": 5000, "to_port": 5010, "protocol": "udp", "cidr": "10.20.0.0/16"},
+    ]
+    synth = build_variant({"network.node_egress": rules}, base="minimal")
+    egress = {(r["IpProtocol"], r["FromPort"], r["ToPort"], r["CidrIp"]) for r in _egress(synth)}
+    assert egress >= {
+        ("tcp", 443, 443, "0.0.0.0/0"),
+        ("tcp", 22, 22, "0.0.0.0/0"),
+        ("udp", 5000, 5010, "10.20.0.0/16"),
+    }
+    assert not any(r["IpProtocol"] == "-1" for r in _egress(synth))
+    _self_egress_survives(synth)
+    group = synth.template("network")["Resources"][node_group_id(synth)]
+    assert "checkov" not in group.get("Metadata", {})
+
+
+def test_the_default_egress_is_unchanged(shipped) -> None:
+    assert shipped.config.network.node_egress == "default"
+    _self_egress_survives(shipped)

@@ -21,6 +21,7 @@ from pydantic_core import ErrorDetails
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
     PATTERN_HINTS,
+    UNION_TAG_PREFIX,
     EnvironmentConfig,
     PipelineFileConfig,
     dotted,
@@ -277,7 +278,11 @@ def _issue_from_pydantic(
     root: type[BaseModel], err: ErrorDetails, region: str | None = None
 ) -> Issue:
     """One problem of pydantic's in words; ``region`` is the config's (raw) region, for advice."""
-    loc = tuple(p for p in err["loc"] if p != "[key]")
+    loc = tuple(
+        p
+        for p in err["loc"]
+        if p != "[key]" and not (isinstance(p, str) and p.startswith(UNION_TAG_PREFIX))
+    )
     path = dotted(loc) or "(top level)"
     kind = err["type"]
     value = err.get("input")

@@ -19,9 +19,12 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    Discriminator,
     Field,
     StringConstraints,
+    Tag,
     field_validator,
+    model_validator,
 )
 
 from hyperpod_cdk.config import facts
@@ -248,6 +251,37 @@ NEW_VPC_KEYS = (
 )
 
 
+class EgressRule(StrictModel):
+    """One more egress rule of the nodes' security group (``network.node_egress``)."""
+
+    port: Annotated[int, Field(ge=1, le=65535), WHOLE_NUMBER] = Field(
+        description="The port, or the first port of a range."
+    )
+    to_port: Annotated[int, Field(ge=1, le=65535), WHOLE_NUMBER] | None = Field(
+        default=None, description="The last port of a range (default: port)."
+    )
+    protocol: Literal["tcp", "udp"] = "tcp"
+    cidr: Cidr = Field(description="Where to, e.g. 0.0.0.0/0 or 10.20.0.0/16.")
+    description: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+
+    @model_validator(mode="after")
+    def _range(self) -> EgressRule:
+        if self.to_port is not None and self.to_port < self.port:
+            raise ValueError(f"to_port {self.to_port} is below port {self.port}")
+        return self
+
+
+# network.node_egress is a word or a list of rules: the value's own type picks the branch, so a
+# problem is reported in that branch only; the tags are dropped from the reported key path
+# (UNION_TAG_PREFIX, read by the loader).
+UNION_TAG_PREFIX = "<"
+NodeEgress = Annotated[
+    Annotated[Literal["default", "all"], Tag("<word>")]
+    | Annotated[list[EgressRule], Tag("<rules>")],
+    Discriminator(lambda value: "<rules>" if isinstance(value, list) else "<word>"),
+]
+
+
 class NetworkConfig(StrictModel):
     """The VPC: created (public subnets, NAT, a HyperPod subnet per AZ) or adopted."""
 
@@ -298,6 +332,13 @@ class NetworkConfig(StrictModel):
         description="No internet gateway or NAT; every endpoint the environment needs.",
     )
     flow_logs: bool = Field(default=True, description="VPC flow logs to CloudWatch Logs (new VPC).")
+    node_egress: NodeEgress = Field(
+        default="default",
+        description="Egress of the nodes' security group besides the group itself (EFA): "
+        "default: HTTPS (443), HTTP (80, not in a closed network) and the Lustre ports, so a "
+        "job reaches nothing else (no git over SSH); all: every port everywhere (AWS's console "
+        "default); a list of {port, to_port, protocol, cidr}: the default rules plus these.",
+    )
 
     @field_validator("interface_endpoints")
     @classmethod

@@ -12,7 +12,7 @@ import ipaddress
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
@@ -249,6 +249,7 @@ def _check_network(net: NetworkConfig, cfg: EnvironmentConfig, out: _Collector) 
         _check_new_vpc(net, cfg, out)
     else:
         _check_adopted_vpc(net, out)
+    _check_node_egress(net, out)
     for key in ("additional_compute_cidrs", "additional_compute_subnet_ids"):
         if net.availability_zone_id in getattr(net, key):
             out.error(
@@ -820,4 +821,33 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
             out.warn(
                 "cluster.instance_groups",
                 f"{message}: they can start only on the adopted cluster's own nodes",
+            )
+
+
+def _check_node_egress(net: NetworkConfig, out: _Collector) -> None:
+    """The list form of network.node_egress: no rule twice; in a closed network, a rule to the
+    internet reaches nothing (no NAT, no internet gateway)."""
+    if isinstance(net.node_egress, str):
+        if net.node_egress == "all" and net.closed_network:
+            out.warn(
+                "network.node_egress",
+                "all egress in a closed network reaches only the VPC and its endpoints (no NAT, "
+                "no internet gateway)",
+            )
+        return
+    seen: dict[tuple[Any, ...], int] = {}
+    for i, rule in enumerate(net.node_egress):
+        key = (rule.protocol, rule.port, rule.to_port or rule.port, rule.cidr)
+        if key in seen:
+            out.error(
+                f"network.node_egress[{i}]",
+                f"repeats network.node_egress[{seen[key]}] ({rule.protocol} {rule.port} to "
+                f"{rule.cidr}); give each rule once",
+            )
+        seen.setdefault(key, i)
+        if net.closed_network and rule.cidr.prefixlen == 0:
+            out.warn(
+                f"network.node_egress[{i}].cidr",
+                f"{rule.cidr} in a closed network reaches only the VPC and its endpoints (no NAT, "
+                "no internet gateway)",
             )

@@ -160,7 +160,11 @@ class HyperPodNetwork(Construct):
         else:
             self._adopt_vpc(network, database_subnet_ids, eks_subnet_ids)
         self.efa = EfaSecurityGroup(
-            self, "NodeSecurityGroup", vpc=self.vpc, closed_network=network.closed_network
+            self,
+            "NodeSecurityGroup",
+            vpc=self.vpc,
+            closed_network=network.closed_network,
+            node_egress=network.node_egress,
         )
         self.extra_security_groups = [
             ec2.SecurityGroup.from_security_group_id(self, f"Extra{i}", sg_id, mutable=False)
