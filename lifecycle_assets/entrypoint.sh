@@ -31,6 +31,8 @@ source "$HERE/steps/containers.sh"
 source "$HERE/steps/slurm.sh"
 # shellcheck source=steps/observability.sh
 source "$HERE/steps/observability.sh"
+# shellcheck source=steps/directory.sh
+source "$HERE/steps/directory.sh"
 
 LIFECYCLE_LOG=/var/log/provision/hyperpod-lifecycle.log
 # where AWS's runbooks and support look on a node (HyperPod's own provisioning log)
@@ -84,8 +86,9 @@ identify_node() {
 
 # The steps of each role, in order (each a step_<name> function of steps/*.sh).
 EKS_STEPS=(fsx eks_containerd log_rotation)
-SLURM_STEPS=(fsx lustre_hold fsx_efa users ssh_keys container_runtime nvidia_toolkit enroot_pyxis
-  slurm_accounting slurm_users log_rotation node_exporter dcgm_exporter efa_exporter)
+SLURM_STEPS=(fsx lustre_hold fsx_efa users directory pam_slurm_adopt ssh_keys container_runtime
+  nvidia_toolkit enroot_pyxis slurm_accounting slurm_users log_rotation node_exporter dcgm_exporter
+  efa_exporter)
 
 # HYPERPOD_ONLY_STEPS=users,ssh_keys,slurm_users (make sync-users): only these steps of the
 # node's role run, on a node that is up already; empty: every step. (ssh_keys needs users in the

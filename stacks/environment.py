@@ -320,6 +320,8 @@ class LifecycleStack(EnvironmentStack):
             security_groups=network.node_security_groups,
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
             mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
+            # the directory's bind password and CA certificate, read at boot
+            directory_secret_arns=config.cluster.node_setup.directory_secret_arns(config.is_slurm),
         )
         # set once the scripts are uploaded: the cluster reads it (a tag) so that it waits for
         # the upload in its template, not only behind the stack barrier. What the cluster boots
@@ -354,6 +356,8 @@ class LifecycleStack(EnvironmentStack):
             self.execution_role.lifecycle_policy.attach_to_role(role)
             if volume_keys is not None:
                 volume_keys.attach_to_role(role)
+            if self.execution_role.directory_policy is not None:
+                self.execution_role.directory_policy.attach_to_role(role)
         self.autoscaling_role: ClusterAutoScalingRole | None = None
         if cluster_cfg.auto_scaling and cluster_cfg.cluster_role_arn is None:
             self.autoscaling_role = ClusterAutoScalingRole(self, "AutoScalingRole")

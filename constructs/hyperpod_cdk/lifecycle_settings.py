@@ -35,9 +35,13 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
             fsx["dns_name"] = fsx_cfg.dns_name
             fsx["mount_name"] = fsx_cfg.mount_name
     setup = config.cluster.node_setup
-    node_setup = setup.model_dump(mode="json", exclude={"users_file"})
+    node_setup = setup.model_dump(mode="json", exclude={"users_file", "directory"})
     if config.is_slurm and setup.users_file is not None:
         node_setup["users_file"] = USERS_FILE_ON_NODE
+    if config.is_slurm and setup.directory is not None:
+        # the server, the groups and the two secrets' ARNs: the node reads the bind password and
+        # the CA certificate from Secrets Manager at boot, so neither is in settings.json (or S3)
+        node_setup["directory"] = setup.directory.model_dump(mode="json", exclude_none=True)
     return {
         "environment": config.name,
         "orchestrator": config.orchestrator,

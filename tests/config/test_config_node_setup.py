@@ -86,7 +86,7 @@ def test_defaults() -> None:
         "log_rotation": True,
         "log_retention_days": 14,
         "fsx_mount_timeout_seconds": 600,
-        "fsx_efa_check": "warn",
+        "fsx_efa_check": "fail",
         "exporters": {
             "node": False,
             "dcgm": False,
@@ -96,6 +96,8 @@ def test_defaults() -> None:
             "efa_port": 9109,
             "dcgm_image": DEFAULT_DCGM_IMAGE,
         },
+        "directory": None,
+        "pam_slurm_adopt": False,
     }
 
 

@@ -170,7 +170,7 @@ DEFAULT_NODE_SETUP = {
     "log_rotation": True,
     "log_retention_days": 14,
     "fsx_mount_timeout_seconds": 600,
-    "fsx_efa_check": "warn",
+    "fsx_efa_check": "fail",
     "exporters": {
         "node": False,
         "dcgm": False,
@@ -180,6 +180,7 @@ DEFAULT_NODE_SETUP = {
         "efa_port": 9109,
         "dcgm_image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     },
+    "pam_slurm_adopt": False,
 }
 
 

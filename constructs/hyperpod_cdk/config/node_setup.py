@@ -7,12 +7,16 @@ the steps switched on here. The switches reach the node through the generated
 scripts hold no environment-specific value.
 
 The optional users file (YAML, relative to the project root) is validated here
-and shipped to the node as ``users.json`` beside the scripts.
+and shipped to the node as ``users.json`` beside the scripts. Directory users
+(``directory``: SSSD against LDAP or Active Directory over TLS) reach the node
+as settings without secrets: the node reads the bind password and the CA
+certificate from Secrets Manager at boot.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
@@ -21,11 +25,13 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    ModelWrapValidatorHandler,
     StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import WHOLE_NUMBER, StrictModel, _matching
@@ -128,6 +134,178 @@ class Exporters(StrictModel):
         return self
 
 
+# -- directory users (SSSD) --------------------------------------------------------------------
+
+# A group name in sssd.conf's simple_allow_groups (a comma-separated list) and in a sudoers rule:
+# no commas, quotes or backslashes, single spaces between words (AD names like "Domain Admins").
+DIRECTORY_GROUP_PATTERN = r"^[A-Za-z0-9._@$-]+( [A-Za-z0-9._@$-]+)*$"
+# A distinguished name on one line: attribute=value pairs (dc=example,dc=com).
+DN_PATTERN = r"^[A-Za-z][A-Za-z0-9-]*=[^\n\r]*[^\s]$"
+# A Secrets Manager secret ARN. IAM grants the exact ARN, which ends in the 6 characters
+# Secrets Manager appends to the name (Secrets Manager user guide, "Secret ARN").
+SECRET_ARN_PATTERN = (
+    r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:[A-Za-z0-9/_+=.@-]+$"
+)
+_SECRET_SUFFIX = re.compile(r"-[A-Za-z0-9]{6}$")
+_LDAPS_URI = re.compile(r"^ldaps://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?/?$")
+# keys that would put the bind password itself in the YAML (and so in git, the template and S3)
+_INLINE_PASSWORD_KEYS = ("bind_password", "password", "ldap_default_authtok")
+
+DirectoryGroup = Annotated[
+    str,
+    _matching(
+        DIRECTORY_GROUP_PATTERN,
+        "a group name: letters, digits and . _ - @ $, single spaces between words (no commas)",
+        max_length=256,
+    ),
+]
+DistinguishedName = Annotated[
+    str,
+    _matching(
+        DN_PATTERN, "a distinguished name on one line, like dc=example,dc=com", max_length=1024
+    ),
+]
+SecretArn = Annotated[
+    str,
+    _matching(
+        SECRET_ARN_PATTERN,
+        "a Secrets Manager secret ARN like "
+        "arn:aws:secretsmanager:us-west-2:111122223333:secret:name-AbCdEf",
+        max_length=2048,
+    ),
+]
+
+
+def _complete_secret_arn(value: str) -> str:
+    if not _SECRET_SUFFIX.search(value):
+        raise ValueError(
+            f"{value!r} lacks the 6-character suffix Secrets Manager adds to the name "
+            "(...:secret:name-AbCdEf); the nodes' role may read this exact ARN only: copy it from "
+            "`aws secretsmanager describe-secret --secret-id NAME --query ARN`"
+        )
+    return value
+
+
+class DirectoryAllowedGroups(StrictModel):
+    """Directory groups whose members may log in, per Slurm node type. A node type left empty
+    lets no directory user log in (SSSD ``access_provider = deny``); the users still resolve
+    there, so Slurm jobs run as them on compute nodes."""
+
+    controller: list[DirectoryGroup] = Field(
+        default_factory=list, description="Groups that may log in to the controller."
+    )
+    login: list[DirectoryGroup] = Field(
+        default_factory=list, description="Groups that may log in to the login nodes."
+    )
+    compute: list[DirectoryGroup] = Field(
+        default_factory=list,
+        description="Groups that may log in to compute nodes (with pam_slurm_adopt: only to "
+        "nodes running one of their jobs).",
+    )
+
+
+class Directory(StrictModel):
+    """slurm only: users and groups from an LDAP or Active Directory server, through SSSD over
+    TLS (``ldaps://``). The nodes read the bind password and the CA certificate from Secrets
+    Manager at boot with their execution role (which may read those two secrets only);
+    nothing secret is in the YAML, the templates or S3. Homes follow
+    ``home_on_shared_storage``."""
+
+    uri: str = Field(
+        description="LDAP over TLS: ldaps://host[:port], or several, comma-separated (failover). "
+        "Plain ldap:// is refused: it sends the passwords unencrypted."
+    )
+    search_base: DistinguishedName = Field(
+        description="Base DN of the user and group searches, e.g. dc=example,dc=com."
+    )
+    bind_dn: DistinguishedName = Field(
+        description="DN SSSD binds as to search the directory (a read-only service account), e.g. "
+        "cn=hyperpod-bind,ou=service,dc=example,dc=com."
+    )
+    bind_password_secret_arn: Annotated[SecretArn, AfterValidator(_complete_secret_arn)] = Field(
+        description="Secrets Manager secret (full ARN, same region) whose SecretString is the bind "
+        "password, as plain text."
+    )
+    ca_certificate_secret_arn: Annotated[SecretArn, AfterValidator(_complete_secret_arn)] = Field(
+        description="Secrets Manager secret (full ARN, same region) whose SecretString is the PEM "
+        "certificate of the CA that signed the server's certificate (verified: "
+        "ldap_tls_reqcert demand)."
+    )
+    ldap_schema: Literal["ad", "rfc2307bis", "rfc2307"] = Field(
+        default="ad",
+        description="Directory schema: ad (Active Directory: sAMAccountName, UIDs and GIDs mapped "
+        "from the SIDs, the same on every node), rfc2307bis or rfc2307 (OpenLDAP and others: "
+        "uidNumber and gidNumber from the directory).",
+    )
+    allowed_groups: DirectoryAllowedGroups = Field(
+        default_factory=DirectoryAllowedGroups,
+        description="Groups whose members may log in, per node type: {controller, login, compute}.",
+    )
+    sudo_groups: list[DirectoryGroup] = Field(
+        default_factory=list,
+        description="Groups whose members may use sudo (with their password) on every node "
+        "(/etc/sudoers.d/hyperpod-directory).",
+    )
+    ssh_public_key_attribute: (
+        Annotated[str, _matching(r"^[A-Za-z][A-Za-z0-9-]*$", "an LDAP attribute name")] | None
+    ) = Field(
+        default=None,
+        description="LDAP attribute holding the users' SSH public keys (sshPublicKey with the "
+        "openssh-lpk schema; altSecurityIdentities on AD): sshd asks SSSD for them. Null: keys "
+        "in the users' authorized_keys only.",
+    )
+
+    @field_validator("uri")
+    @classmethod
+    def _ldaps_only(cls, value: str) -> str:
+        uris = [part.strip() for part in value.split(",")]
+        for uri in uris:
+            if uri.lower().startswith("ldap://"):
+                raise ValueError(
+                    f"{uri!r} is plain LDAP: the bind password and every user's password would "
+                    "cross the network unencrypted; use ldaps://host (LDAP over TLS, port 636)"
+                )
+            if not _LDAPS_URI.match(uri):
+                raise ValueError(
+                    f"{uri!r} is not valid; use ldaps://host[:port] (several comma-separated)"
+                )
+        return ",".join(uris)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _no_inline_password(
+        cls, data: Any, handler: ModelWrapValidatorHandler[Directory]
+    ) -> Directory:
+        """An inline password key is an error at its own path (not an "unknown key"), reported
+        with every other problem of the section."""
+        inline = [k for k in _INLINE_PASSWORD_KEYS if isinstance(data, dict) and k in data]
+        if not inline:
+            return handler(data)
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError(
+                    "value_error",
+                    "an inline password would sit in the YAML, the synthesized templates and S3; "
+                    "store it in Secrets Manager (SecretString: the password) and give "
+                    "bind_password_secret_arn instead",
+                ),
+                loc=(key,),
+                input="(hidden)",
+            )
+            for key in inline
+        ]
+        try:
+            handler({k: v for k, v in data.items() if k not in inline})
+        except ValidationError as exc:
+            errors += [
+                InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e["ctx"])
+                if "ctx" in e
+                else InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"])
+                for e in exc.errors()
+            ]
+        raise ValidationError.from_exception_data(cls.__name__, errors)
+
+
 class NodeSetup(StrictModel):
     """What the lifecycle scripts do on each node, on top of HyperPod's own setup.
 
@@ -193,12 +371,25 @@ class NodeSetup(StrictModel):
         description="slurm only: how long a node waits for the FSx mount before it fails.",
     )
     fsx_efa_check: Annotated[Literal["off", "warn", "fail"], BeforeValidator(_yaml_off)] = Field(
-        default="warn",
+        default="fail",
         description="slurm only, EFA-enabled FSx: check that Lustre reaches FSx over EFA on nodes "
-        "with EFA devices (a silent fallback to TCP is slow); warn in the log, or fail the node.",
+        "with EFA devices (one LNet NI per EFA device, and 64 MiB of direct I/O moves the efa "
+        "counters; a silent fallback to TCP is slow), at provisioning and at every boot; fail "
+        "the node (the default), or only warn in the log.",
     )
     exporters: Exporters = Field(
         default_factory=Exporters, description="slurm only: Prometheus exporters on the nodes."
+    )
+    directory: Directory | None = Field(
+        default=None,
+        description="slurm only: directory users through SSSD against LDAP or Active Directory "
+        "over TLS (docs/operations.md, Directory users); null: local users only.",
+    )
+    pam_slurm_adopt: bool = Field(
+        default=False,
+        description="slurm only, compute nodes: sshd admits a user only to nodes running one of "
+        "their jobs, into that job (pam_slurm_adopt, which must be on the node). Never on "
+        "controller or login nodes: it locks users out there.",
     )
 
     @field_validator("users_file")
@@ -207,6 +398,13 @@ class NodeSetup(StrictModel):
         if value is not None and ".." in value.split("/"):
             raise ValueError(f"{value!r} must stay inside the project (no '..' parts)")
         return value
+
+    def directory_secret_arns(self, slurm: bool) -> list[str]:
+        """The secrets the nodes read at boot for directory users (the bind password and the CA
+        certificate); none without a directory or on EKS."""
+        if not slurm or self.directory is None:
+            return []
+        return [self.directory.bind_password_secret_arn, self.directory.ca_certificate_secret_arn]
 
 
 # -- the users file ---------------------------------------------------------------------------
@@ -429,6 +627,7 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
     """Cross-key problems of ``cluster.node_setup`` (errors and warnings) into ``out``."""
     setup = cfg.cluster.node_setup
     orchestrator = cfg.orchestrator
+    _check_directory(cfg, out)
     wrong = _EKS_ONLY if cfg.is_slurm else _SLURM_ONLY
     for key in wrong:
         if setup.is_set(key):
@@ -511,6 +710,68 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
             f"{_PATH}.fsx_efa_check",
             f"storage.fsx.efa_enabled is false ({orchestrator}): there is no EFA transport to check",
         )
+
+
+def _check_directory(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """``directory`` and ``pam_slurm_adopt``: Slurm only; the secrets in the config's region (and
+    account); what a closed network needs to reach Secrets Manager and the SSSD packages."""
+    setup = cfg.cluster.node_setup
+    directory = setup.directory
+    if not cfg.is_slurm:
+        slurm_only = (
+            "applies only with orchestrator: slurm; set orchestrator: slurm to use it, or remove it"
+        )
+        if directory is not None:
+            out.error(f"{_PATH}.directory", slurm_only)
+        if setup.pam_slurm_adopt:
+            out.error(f"{_PATH}.pam_slurm_adopt", slurm_only)
+        return
+    if directory is None:
+        return
+    path = f"{_PATH}.directory"
+    for key in ("bind_password_secret_arn", "ca_certificate_secret_arn"):
+        arn = getattr(directory, key)
+        _, _, _, region, account, _ = arn.split(":", 5)
+        if region != cfg.region:
+            # the nodes read it at boot from the cluster's region, through its endpoint
+            out.error(
+                f"{path}.{key}",
+                f"is a secret of {region}, but the cluster runs in {cfg.region}; replicate it "
+                f"(aws secretsmanager replicate-secret-to-regions --add-replica-regions "
+                f"Region={cfg.region}) and give the replica's ARN",
+            )
+        if cfg.account is not None and account != cfg.account:
+            out.error(
+                f"{path}.{key}",
+                f"belongs to account {account} but the key account says {cfg.account}; the "
+                "nodes' execution role reads secrets of its own account: fix one of the two",
+            )
+    groups = directory.allowed_groups
+    if not (groups.controller or groups.login or groups.compute):
+        out.warn(
+            f"{path}.allowed_groups",
+            "names no group for any node type: directory users resolve on every node but can "
+            "log in nowhere",
+        )
+    net = cfg.network
+    if net.closed_network:
+        if "secretsmanager" not in net.interface_endpoints:
+            out.error(
+                "network.interface_endpoints",
+                "closed_network with node_setup.directory needs the secretsmanager endpoint (the "
+                "nodes read the bind password and the CA certificate at boot); add it to "
+                "network.interface_endpoints",
+            )
+        # apt-get needs the Ubuntu mirror, which a closed network cannot reach
+        stock = [g.name for g in cfg.cluster.instance_groups if g.image_id is None]
+        if stock:
+            out.warn(
+                path,
+                f"groups {', '.join(stock)} boot HyperPod's image: where it lacks SSSD (sssd-ldap, "
+                "libnss-sss, libpam-sss, sssd-tools) the nodes install it with apt-get, which a "
+                "closed network (network.closed_network: true) cannot reach; give them an image "
+                "with those packages (cluster.instance_groups[].image_id)",
+            )
 
 
 def _check_eks_volumes(cfg: EnvironmentConfig, out: IssueSink) -> None:

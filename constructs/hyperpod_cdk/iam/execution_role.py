@@ -26,7 +26,11 @@ class ExecutionRole(Construct):
     - ``fsx:DescribeFileSystems`` when a file system is mounted;
     - read of the lifecycle scripts: ``s3:ListBucket`` on the bucket limited to
       the prefix, ``s3:GetObject`` on ``bucket/prefix*`` (the managed policy
-      only covers buckets named ``sagemaker-*``).
+      only covers buckets named ``sagemaker-*``);
+    - with ``directory_secret_arns``: ``secretsmanager:GetSecretValue`` on exactly those
+      secrets, and ``kms:Decrypt`` only through Secrets Manager of their region and only for
+      them (``kms:ViaService``, ``kms:EncryptionContext:SecretARN``), whichever key encrypts
+      them.
 
     Use :meth:`grant_secret_read` for the accounting database secret.
 
@@ -38,6 +42,9 @@ class ExecutionRole(Construct):
     :param subnets: the HyperPod subnets.
     :param security_groups: the groups put on the nodes.
     :param mounts_fsx: grant ``fsx:DescribeFileSystems`` (True when left out).
+    :param directory_secret_arns: Secrets Manager secrets the nodes read at boot (the
+        directory's bind password and CA certificate, ``cluster.node_setup.directory``); none
+        when left out.
     :param role_path: IAM path of the role; ``/`` when left out.
     :param permissions_boundary: a managed policy set as permissions boundary;
         none when left out.
@@ -52,6 +59,7 @@ class ExecutionRole(Construct):
         subnets: Sequence[ec2.ISubnet],
         security_groups: Sequence[ec2.ISecurityGroup],
         mounts_fsx: bool = True,
+        directory_secret_arns: Sequence[str] = (),
         role_path: str = "/",
         permissions_boundary: iam.IManagedPolicy | None = None,
     ) -> None:
@@ -176,6 +184,55 @@ class ExecutionRole(Construct):
             "HyperPod launches the nodes, so their instance ids are unknown in advance; only "
             "ec2:DetachNetworkInterface, and only for instances in this VPC (ec2:Vpc condition).",
         )
+        self.directory_policy = self._read_directory_secrets(directory_secret_arns)
+
+    def _read_directory_secrets(self, secret_arns: Sequence[str]) -> iam.ManagedPolicy | None:
+        """Read of exactly these secrets, and decryption of them through Secrets Manager only."""
+        arns = list(dict.fromkeys(secret_arns))
+        if not arns:
+            return None
+        endpoints = set()
+        for arn in arns:
+            _, partition, _, region, _ = arn.split(":", 4)
+            suffix = "amazonaws.com.cn" if partition == "aws-cn" else "amazonaws.com"
+            endpoints.add(f"secretsmanager.{region}.{suffix}")
+        via: str | list[str] = endpoints.pop() if len(endpoints) == 1 else sorted(endpoints)
+        policy = iam.ManagedPolicy(
+            self,
+            "DirectorySecrets",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReadDirectorySecrets",
+                    actions=["secretsmanager:GetSecretValue"],
+                    resources=arns,
+                ),
+                # Secrets Manager decrypts a secret with its key (aws/secretsmanager or a customer
+                # key, which may sit in another account) on the caller's behalf, with the secret's
+                # ARN as encryption context (Secrets Manager user guide, "Secret encryption and
+                # decryption")
+                iam.PolicyStatement(
+                    sid="DecryptDirectorySecrets",
+                    actions=["kms:Decrypt"],
+                    resources=["*"],
+                    conditions={
+                        "StringEquals": {
+                            "kms:ViaService": via,
+                            "kms:EncryptionContext:SecretARN": arns,
+                        }
+                    },
+                ),
+            ],
+        )
+        policy.attach_to_role(self.role)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "kms:Decrypt of the directory secrets' key, which the app does not know (AWS managed or "
+            "customer managed, possibly in another account): only through Secrets Manager of the "
+            "secrets' region (kms:ViaService) and only for these two secrets "
+            "(kms:EncryptionContext:SecretARN).",
+        )
+        return policy
 
     def grant_lifecycle_read(self, bucket: s3.IBucket, prefix: str) -> None:
         """Let the nodes list ``prefix`` in the bucket and read the objects below it."""
