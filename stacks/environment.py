@@ -45,7 +45,7 @@ from hyperpod_cdk.cluster import (
 )
 from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT, lifecycle_bucket_name
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS, EKS_CLOSED_NETWORK_ENDPOINTS
+from hyperpod_cdk.config.facts import closed_network_endpoints
 from hyperpod_cdk.config.node_setup import lifecycle_extra_files
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
 from hyperpod_cdk.lifecycle_settings import node_settings
@@ -145,10 +145,13 @@ class NetworkStack(EnvironmentStack):
             database_subnet_ids=settings.accounting_subnet_ids if accounting else (),
             eks_az_ids=config.network.eks_availability_zone_ids if creates_eks else (),
             eks_subnet_ids=config.network.eks_subnet_ids if creates_eks else (),
-            closed_network_endpoints=(
-                CLOSED_NETWORK_ENDPOINTS
-                if config.is_slurm
-                else (*CLOSED_NETWORK_ENDPOINTS, *EKS_CLOSED_NETWORK_ENDPOINTS)
+            closed_network_endpoints=closed_network_endpoints(
+                eks=not config.is_slurm,
+                reads_secrets=config.is_slurm
+                and (
+                    config.cluster.slurm_settings.accounting_database
+                    or config.cluster.node_setup.directory is not None
+                ),
             ),
             egress_scope=egress.network_scope if egress is not None else None,
         )

@@ -184,13 +184,6 @@ REJECTED = [
         f"{DIR}.ldap_schema",
         "is not allowed; use 'ad', 'rfc2307bis' or 'rfc2307'",
     ),
-    case(
-        {"network.closed_network": True, DIR: directory()},
-        "network.interface_endpoints",
-        "closed_network with node_setup.directory needs the secretsmanager endpoint (the nodes "
-        "read the bind password and the CA certificate at boot); add it to "
-        "network.interface_endpoints",
-    ),
 ]
 
 
@@ -215,11 +208,7 @@ def test_explicit_off_values_are_fine_on_eks() -> None:
 
 
 def test_a_closed_network_with_the_endpoint_is_warned_about_the_packages() -> None:
-    changes = {
-        "network.closed_network": True,
-        "network.interface_endpoints": ["secretsmanager"],
-        DIR: directory(),
-    }
+    changes = {"network.closed_network": True, DIR: directory()}
     assert errors_of(changes) == []
     assert_issue(warnings_of(changes), DIR, "apt-get, which a closed network")
     images = {

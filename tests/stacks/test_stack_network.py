@@ -177,6 +177,19 @@ def test_closed_network_keeps_configured_endpoints_too(build_variant) -> None:
     assert interface_services(synth) == set(CLOSED_NETWORK_ENDPOINTS) | {"secretsmanager"}
 
 
+def test_closed_network_reaches_secrets_manager_where_a_secret_is_read(build_variant) -> None:
+    """slurmdbd reads the accounting database's secret; the nodes read a directory's secrets."""
+    accounting = build_variant(
+        {
+            "network.closed_network": True,
+            "cluster.slurm.accounting_database": True,
+            "cluster.slurm.accounting_availability_zone_ids": ["usw2-az1", "usw2-az2"],
+        },
+        base="minimal",
+    )
+    assert interface_services(accounting) == set(CLOSED_NETWORK_ENDPOINTS) | {"secretsmanager"}
+
+
 @pytest.mark.parametrize(
     "resource_type",
     [

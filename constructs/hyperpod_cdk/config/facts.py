@@ -118,6 +118,19 @@ CLOSED_NETWORK_ENDPOINTS = (
 # node wait run in the VPC, and CDK's custom-resource framework function there
 # invokes them through the Lambda API (HYPERPOD_FACTS "EKS", 2026-11-23).
 EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth", "lambda")
+# ... and where a secret is read from the VPC: the accounting database's (slurmdbd on the
+# controller) and the directory's bind password and CA certificate (the nodes, at boot).
+SECRETS_ENDPOINT = "secretsmanager"
+
+
+def closed_network_endpoints(*, eks: bool, reads_secrets: bool) -> tuple[str, ...]:
+    """The interface endpoints a closed network gets for an environment."""
+    return (
+        *CLOSED_NETWORK_ENDPOINTS,
+        *(EKS_CLOSED_NETWORK_ENDPOINTS if eks else ()),
+        *((SECRETS_ENDPOINT,) if reads_secrets else ()),
+    )
+
 
 # VPC user guide "Subnet CIDR blocks": the first four and the last address are reserved.
 SUBNET_RESERVED_ADDRESSES = 5

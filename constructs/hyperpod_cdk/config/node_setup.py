@@ -755,13 +755,8 @@ def _check_directory(cfg: EnvironmentConfig, out: IssueSink) -> None:
         )
     net = cfg.network
     if net.closed_network:
-        if "secretsmanager" not in net.interface_endpoints:
-            out.error(
-                "network.interface_endpoints",
-                "closed_network with node_setup.directory needs the secretsmanager endpoint (the "
-                "nodes read the bind password and the CA certificate at boot); add it to "
-                "network.interface_endpoints",
-            )
+        # the secretsmanager endpoint comes with the closed network then (facts.
+        # closed_network_endpoints): the nodes read the bind password and the CA at boot
         # apt-get needs the Ubuntu mirror, which a closed network cannot reach
         stock = [g.name for g in cfg.cluster.instance_groups if g.image_id is None]
         if stock:
