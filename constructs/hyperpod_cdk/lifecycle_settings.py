@@ -42,7 +42,7 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
         # the server, the groups and the two secrets' ARNs: the node reads the bind password and
         # the CA certificate from Secrets Manager at boot, so neither is in settings.json (or S3)
         node_setup["directory"] = setup.directory.model_dump(mode="json", exclude_none=True)
-    return {
+    settings: dict[str, Any] = {
         "environment": config.name,
         "orchestrator": config.orchestrator,
         "cluster_name": config.cluster_name,
@@ -63,4 +63,23 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
             }
             for g in config.cluster.instance_groups
         },
+    }
+    if config.is_slurm:
+        settings["cluster_network"] = cluster_network(config)
+    return settings
+
+
+def cluster_network(config: EnvironmentConfig) -> dict[str, Any]:
+    """Where the cluster's nodes are (their SSH host-key policy): the HyperPod subnets' CIDRs
+    when this app creates them; an adopted VPC's subnet ids, which the node resolves at boot
+    (ec2:DescribeSubnets, in the region given here)."""
+    net = config.network
+    if net.vpc_id is None:
+        cidrs = [net.compute_cidr, *net.additional_compute_cidrs.values()]
+        return {"region": config.region, "cidrs": [str(c) for c in cidrs], "subnet_ids": []}
+    subnet_ids = [net.compute_subnet_id, *net.additional_compute_subnet_ids.values()]
+    return {
+        "region": config.region,
+        "cidrs": [],
+        "subnet_ids": [s for s in subnet_ids if s is not None],
     }

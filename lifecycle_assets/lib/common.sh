@@ -119,6 +119,21 @@ setting() {
   printf '%s\n' "${!name-${2-}}"
 }
 
+# json_lines JSON_LIST: the items of a list setting (settings.json keeps lists as JSON), one a line.
+json_lines() {
+  python3 -S -c 'import json, sys; sys.stdout.write("".join(f"{i}\n" for i in json.loads(sys.argv[1] or "[]")))' "$1"
+}
+
+# setting_list KEY: the items of a list setting into the array LIST (empty when none).
+setting_list() {
+  local items
+  items="$(json_lines "$(setting "$1" "[]")")" || fail "settings.json: $1 is not a list"
+  LIST=()
+  if [[ -n "$items" ]]; then
+    mapfile -t LIST <<<"$items"
+  fi
+}
+
 # is_on KEY [DEFAULT]: true when the setting is "true".
 is_on() {
   local name="S_${1//./_}"

@@ -15,6 +15,9 @@
         set a top-level key of a JSON file (created when missing); prints changed/unchanged
     node.py json-has FILE KEY [SUBKEY]
         exit 0 when the key (and subkey) exists
+    node.py ssh-patterns CIDR...
+        ssh_config Host patterns that cover exactly these IPv4 blocks, by address (10.1.*) and
+        by HyperPod's Slurm node name (ip-10-1-*); blocks between octets are listed per octet
     node.py toml-set-top FILE KEY STRING
         set a top-level string key of a TOML file (containerd's config.toml; created with
         ``version = 2`` when missing); prints changed/unchanged
@@ -281,6 +284,27 @@ def toml_set_top(path: Path, key: str, value: str) -> bool:
     return True
 
 
+def ssh_patterns(cidrs: list[str]) -> list[str]:
+    """Host patterns (addresses and ``ip-a-b-c-d`` names) covering exactly ``cidrs``: a block is
+    listed per octet it spans (a /20 is sixteen /24 patterns), at most 256 per block."""
+    import ipaddress
+
+    patterns: list[str] = []
+    for text in cidrs:
+        network = ipaddress.IPv4Network(text, strict=False)
+        # the octet boundary at or below the prefix: /16 -> a.b.*, /20 -> 16 x a.b.c.*
+        whole = min(32, ((network.prefixlen + 7) // 8) * 8)
+        if whole - network.prefixlen > 8:
+            raise NodeError(f"{text}: a block wider than one octet past its prefix")
+        for block in network.subnets(new_prefix=whole) if whole > network.prefixlen else [network]:
+            octets = str(block.network_address).split(".")[: whole // 8]
+            wildcard = [] if whole == 32 else ["*"]
+            address = ".".join([*octets, *wildcard])
+            name = "ip-" + "-".join([*octets, *wildcard])
+            patterns += [address, name]
+    return list(dict.fromkeys(patterns))
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
@@ -305,6 +329,8 @@ def main(argv: list[str]) -> int:
         elif command == "json-set" and len(args) == 3:
             changed = json_set(Path(args[0]), args[1], json.loads(args[2]))
             print("changed" if changed else "unchanged")
+        elif command == "ssh-patterns" and args:
+            print(" ".join(ssh_patterns(args)))
         elif command == "toml-set-top" and len(args) == 3:
             print("changed" if toml_set_top(Path(args[0]), args[1], args[2]) else "unchanged")
         elif command == "json-has" and len(args) >= 2:

@@ -16,21 +16,6 @@ SECRET_TRIES=5
 
 has_directory() { [[ -n "$(setting node_setup.directory.uri)" ]]; }
 
-# json_lines JSON_LIST: the items of a list setting (settings.json keeps lists as JSON), one a line.
-json_lines() {
-  python3 -S -c 'import json, sys; sys.stdout.write("".join(f"{i}\n" for i in json.loads(sys.argv[1] or "[]")))' "$1"
-}
-
-# setting_list KEY: the items of a list setting into the array LIST (empty when none).
-setting_list() {
-  local items
-  items="$(json_lines "$(setting "$1" "[]")")" || fail "settings.json: $1 is not a list"
-  LIST=()
-  if [[ -n "$items" ]]; then
-    mapfile -t LIST <<<"$items"
-  fi
-}
-
 # missing_packages PACKAGE...: the packages dpkg does not have installed, one a line.
 missing_packages() {
   local installed package

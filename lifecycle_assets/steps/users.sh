@@ -194,3 +194,54 @@ step_ssh_keys() {
     fi
   done
 }
+
+SSH_CLUSTER_CONFIG=/etc/ssh/ssh_config.d/hyperpod-cluster.conf
+
+# cluster_cidrs: the HyperPod subnets' CIDRs (settings.json), or, in an adopted VPC, those of its
+# subnet ids, asked of EC2 (the execution role may ec2:DescribeSubnets) with retries.
+cluster_cidrs() {
+  local cidrs ids region attempt
+  setting_list cluster_network.cidrs
+  cidrs="${LIST[*]}"
+  setting_list cluster_network.subnet_ids
+  ids="${LIST[*]}"
+  if [[ -n "$cidrs" || -z "$ids" ]]; then
+    printf '%s\n' "$cidrs"
+    return 0
+  fi
+  region="$(setting cluster_network.region)"
+  for attempt in 1 2 3 4 5; do
+    # shellcheck disable=SC2086 # one argument per subnet id
+    if cidrs="$(probe aws ec2 describe-subnets --region "$region" --subnet-ids $ids \
+      --query 'Subnets[].CidrBlock' --output text)"; then
+      printf '%s\n' "$cidrs"
+      return 0
+    fi
+    sleep $((POLL_SECONDS * attempt))
+  done
+  fail "cannot read the CIDRs of the cluster's subnets ($ids) from EC2 (ec2:DescribeSubnets, the ec2 endpoint)"
+}
+
+# SSH between the cluster's nodes: their host keys are made at provisioning and a replaced node
+# has a new one at the same address, so a known_hosts check only ever prompts or refuses ("host
+# identification has changed"). Within the cluster's own subnets (which only its nodes, FSx and
+# the endpoints use), host keys are not checked; anywhere else ssh is unchanged.
+step_ssh_host_policy() {
+  local name="SSH within the cluster" cidrs patterns
+  current_step "$name"
+  step "$name"
+  cidrs="$(cluster_cidrs)"
+  [[ -n "${cidrs//[[:space:]]/}" ]] || fail "settings.json names no subnet of the cluster (cluster_network)"
+  # shellcheck disable=SC2086 # one argument per CIDR
+  patterns="$(node_py ssh-patterns $cidrs)" || fail "cannot turn $cidrs into ssh host patterns"
+  if write_file "$R$SSH_CLUSTER_CONFIG" <<EOF; then
+# Written by the HyperPod lifecycle scripts: the cluster's nodes ($(tr '\n' ' ' <<<"$cidrs" | xargs)),
+# by address and by Slurm node name. A replaced node keeps its address and gets a new host key.
+Host $patterns
+    StrictHostKeyChecking no
+    UserKnownHostsFile /dev/null
+    LogLevel ERROR
+EOF
+    log "ssh trusts the host keys of the cluster's subnets: $(tr '\n' ' ' <<<"$cidrs" | xargs)"
+  fi
+}

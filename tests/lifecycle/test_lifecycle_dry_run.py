@@ -23,6 +23,7 @@ CONTROLLER_STEPS = [
     "hold the Lustre client and kernel",
     "users and groups",
     "ssh keys between nodes",
+    "SSH within the cluster",
     "enroot and pyxis",
     "wait for Slurm accounting",
     "Slurm accounts and users",
@@ -36,6 +37,7 @@ LOGIN_STEPS = [
     "wait for FSx mount",
     "hold the Lustre client and kernel",
     "users and groups",
+    "SSH within the cluster",
     "container runtime on NVMe",
     "enroot and pyxis",
     "log rotation",
@@ -49,6 +51,7 @@ COMPUTE_STEPS = [
     "hold the Lustre client and kernel",
     "verify EFA transport to FSx",
     "users and groups",
+    "SSH within the cluster",
     "container runtime on NVMe",
     "NVIDIA container toolkit",
     "enroot and pyxis",
@@ -61,6 +64,7 @@ COMPUTE_STEPS = [
 EKS_STEPS = ["read settings", "identify node", "containerd data on EBS", "log rotation", "done"]
 SLURM_ONLY_STEPS = {
     "wait for FSx mount",
+    "SSH within the cluster",
     "hold the Lustre client and kernel",
     "users and groups",
     "ssh keys between nodes",
@@ -869,3 +873,40 @@ def test_only_the_named_steps_run_for_make_sync_users(fake_node) -> None:
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, check=False)  # fmt: skip
     assert done.returncode == 1
     assert "HYPERPOD_ONLY_STEPS: unknown step nope" in done.stdout
+
+
+def test_ssh_trusts_host_keys_within_the_cluster_subnets_only(dry_run: DryRunner) -> None:
+    """A replaced node keeps its address and gets a new host key: no prompt, no refusal."""
+    result = dry_run("compute")
+    assert "SSH within the cluster" in result.steps
+    conf = dry_run.root("compute") / "node/etc/ssh/ssh_config.d/hyperpod-cluster.conf"
+    lines_ = conf.read_text().splitlines()
+    host = next(line for line in lines_ if line.startswith("Host "))
+    patterns = host.split()[1:]
+    # 10.1.0.0/17: 128 /24 blocks, by address and by Slurm node name; 10.3.0.0/16: one each
+    assert len(patterns) == 2 * 128 + 2
+    assert {"10.1.0.*", "ip-10-1-0-*", "10.1.127.*", "10.3.*", "ip-10-3-*"} <= set(patterns)
+    assert "10.1.128.*" not in patterns and "*" not in patterns
+    assert "    StrictHostKeyChecking no" in lines_
+    assert "    UserKnownHostsFile /dev/null" in lines_
+
+
+def test_an_adopted_vpc_asks_ec2_for_its_subnets(fake_node) -> None:
+    base = fake_node(
+        "login",
+        {"cluster_network.cidrs": [], "cluster_network.subnet_ids": ["subnet-0aaa", "subnet-0bbb"]},
+    )
+    (base / "node/run/fake-ec2-subnets").write_text(
+        "subnet-0aaa 172.31.64.0/20\nsubnet-0bbb 172.31.96.0/24\n"
+    )
+    result = dry.run("login", base)
+    assert result.returncode == 0, result.output
+    conf = (base / "node/etc/ssh/ssh_config.d/hyperpod-cluster.conf").read_text()
+    assert "172.31.64.* ip-172-31-64-*" in conf and "172.31.96.* ip-172-31-96-*" in conf
+    (base / "node/run/fake-ec2-subnets").write_text("")
+    (base / "node/etc/ssh/ssh_config.d/hyperpod-cluster.conf").unlink()
+    result = dry.run("login", base)
+    assert result.returncode == 1
+    assert "cannot read the CIDRs of the cluster's subnets (subnet-0aaa subnet-0bbb) from EC2" in (
+        result.output
+    )

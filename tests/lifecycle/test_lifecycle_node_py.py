@@ -272,3 +272,16 @@ def test_toml_set_top_puts_a_new_key_before_the_first_table(tmp_path: Path) -> N
     config.write_text('disabled_plugins = ["cri"]\n[plugins]\n  x = 1\n')
     assert node.toml_set_top(config, "root", "/data")
     assert config.read_text() == 'disabled_plugins = ["cri"]\nroot = "/data"\n[plugins]\n  x = 1\n'
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "expected"),
+    [
+        (["10.1.0.0/16"], ["10.1.*", "ip-10-1-*"]),
+        (["10.2.4.0/23"], ["10.2.4.*", "ip-10-2-4-*", "10.2.5.*", "ip-10-2-5-*"]),
+        (["10.0.0.0/8", "10.1.0.0/16"], ["10.*", "ip-10-*", "10.1.*", "ip-10-1-*"]),
+        (["192.168.1.0/31"], ["192.168.1.0", "ip-192-168-1-0", "192.168.1.1", "ip-192-168-1-1"]),
+    ],
+)
+def test_ssh_patterns_cover_exactly_the_blocks(cidrs: list[str], expected: list[str]) -> None:
+    assert node.ssh_patterns(cidrs) == expected

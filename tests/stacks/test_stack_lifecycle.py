@@ -204,7 +204,19 @@ def test_node_settings_of_the_default_config(synthesized) -> None:
             "login": {"node_type": "Login", "instance_type": "ml.m5.4xlarge"},
             "gpu": {"node_type": "Compute", "partition": "gpu", "instance_type": "ml.p5.48xlarge"},
         },
+        "cluster_network": {"region": "us-west-2", "cidrs": ["10.1.0.0/16"], "subnet_ids": []},
     }
+
+
+def test_the_nodes_know_the_cluster_subnets(synthesized, build_variant) -> None:
+    """For their SSH host-key policy: CIDRs of subnets this app makes, ids of adopted ones."""
+    full = node_settings(synthesized("full").config)["cluster_network"]
+    assert full["cidrs"] == ["10.1.0.0/16", "10.2.0.0/16"] and full["subnet_ids"] == []
+    adopted = synthesized("existing-vpc-fsx").config
+    network = node_settings(adopted)["cluster_network"]
+    assert network["cidrs"] == []
+    assert network["subnet_ids"] == [adopted.network.compute_subnet_id]
+    assert "cluster_network" not in node_settings(synthesized("eks-minimal").config)
 
 
 def test_node_settings_follow_the_config(synthesized) -> None:
