@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.checkov_skips import FrameworkCheckovSkips
@@ -46,7 +47,7 @@ from hyperpod_cdk.cluster import (
 from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT, lifecycle_bucket_name
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.facts import closed_network_endpoints
-from hyperpod_cdk.config.node_setup import lifecycle_extra_files
+from hyperpod_cdk.config.node_setup import exporter_images, lifecycle_extra_files
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
 from hyperpod_cdk.lifecycle_settings import node_settings
 from hyperpod_cdk.log_encryption import EncryptLogGroups
@@ -57,7 +58,10 @@ from hyperpod_cdk.storage import (
     DataRepositoryAssociations,
     FileSystemHandle,
     LustreFileSystem,
+    OpenZfsFileSystem,
+    OpenZfsHandle,
 )
+from hyperpod_cdk.storage.openzfs import allow_nfs_egress
 from stacks.base import EnvironmentStack, output, ready_parameter
 from stacks.layout import needs_egress, needs_eks_addons
 
@@ -72,6 +76,10 @@ LIFECYCLE_BUCKET_TAG = "hyperpod-cdk:lifecycle-bucket"
 DESTROY_REASON = (
     "storage.fsx.removal_policy is destroy and the deploy passed -c destroy_data=true: the data "
     "is meant to go with the stack."
+)
+OPENZFS_DESTROY_REASON = (
+    "storage.openzfs.removal_policy is destroy and the deploy passed -c destroy_data=true: the "
+    "home directories are meant to go with the stack."
 )
 
 
@@ -177,10 +185,12 @@ class NetworkStack(EnvironmentStack):
 
 
 class StorageStack(EnvironmentStack):
-    """Stateful resources: the data bucket, FSx for Lustre and the Slurm accounting database.
+    """Stateful resources: the data bucket, FSx for Lustre, FSx for OpenZFS (the homes) and the
+    Slurm accounting database.
 
     Termination protection is on and everything is retained unless the config
-    says ``removal_policy: destroy`` *and* the deploy passes ``-c destroy_data=true``.
+    says ``removal_policy: destroy`` *and* the deploy passes ``-c destroy_data=true`` (each
+    file system by its own ``removal_policy``; protection goes when one of them says destroy).
     """
 
     def __init__(
@@ -193,10 +203,20 @@ class StorageStack(EnvironmentStack):
         allow_data_destroy: bool = False,
         **kwargs: Any,
     ) -> None:
-        fsx_cfg = config.storage.fsx
+        fsx_cfg, zfs_cfg = config.storage.fsx, config.storage.openzfs
         destroy = fsx_cfg.removal_policy == "destroy" and allow_data_destroy
+        zfs_destroy = (
+            zfs_cfg is not None
+            and not zfs_cfg.adopted
+            and zfs_cfg.removal_policy == "destroy"
+            and allow_data_destroy
+        )
         super().__init__(
-            scope, construct_id, config=config, termination_protection=not destroy, **kwargs
+            scope,
+            construct_id,
+            config=config,
+            termination_protection=not (destroy or zfs_destroy),
+            **kwargs,
         )
         removal = cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN
         if fsx_cfg.removal_policy == "destroy" and not allow_data_destroy:
@@ -234,6 +254,7 @@ class StorageStack(EnvironmentStack):
             output(self, "FileSystemId", fs.file_system_id, "FSx for Lustre file system id")
             output(self, "FileSystemDnsName", fs.dns_name, "FSx for Lustre DNS name")
             output(self, "FileSystemMountName", fs.mount_name, "FSx for Lustre mount name")
+        self.openzfs_file_system = self._openzfs(config, network, zfs_destroy)
 
         self.accounting: SlurmAccountingDatabase | None = None
         settings = config.cluster.slurm_settings
@@ -264,6 +285,47 @@ class StorageStack(EnvironmentStack):
                 db.secret_arn,
                 "Secret with the accounting database credentials",
             )
+
+    def _openzfs(
+        self, config: EnvironmentConfig, network: HyperPodNetwork, destroy: bool
+    ) -> OpenZfsHandle | None:
+        """``storage.openzfs``: the homes' file system, created in the HyperPod subnet and the
+        EFA group (all traffic within the group: NFS needs no rule of its own), or adopted (the
+        nodes get egress to the NFS ports of its group, unless they have all egress already)."""
+        zfs_cfg = config.storage.openzfs
+        if zfs_cfg is None or not config.is_slurm:
+            return None
+        if zfs_cfg.removal_policy == "destroy" and not destroy and not zfs_cfg.adopted:
+            cdk.Annotations.of(self).add_warning_v2(
+                "hyperpod:retain-openzfs",
+                "storage.openzfs.removal_policy is destroy, but the deploy did not pass "
+                "-c destroy_data=true: the home directories' file system stays RETAIN. Pass "
+                "-c destroy_data=true to let a stack deletion remove it.",
+            )
+        if zfs_cfg.adopted:
+            handle = OpenZfsHandle.from_config(zfs_cfg)
+            if config.network.node_egress != "all":
+                # a rule of the EFA group, in the network stack
+                allow_nfs_egress(network.efa.security_group)
+        else:
+            created = OpenZfsFileSystem(
+                self,
+                "OpenZfs",
+                config=zfs_cfg,
+                subnet=network.compute_subnet,
+                security_groups=[network.efa.security_group],
+                client_cidrs=[str(c) for c in zfs_cfg.nfs_client_cidrs]
+                or [s.ipv4_cidr_block for s in network.compute_subnets.values()],
+                depends_on=[network.efa],
+                removal_policy=cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN,
+            )
+            created.resource.override_logical_id("OpenZfsFileSystem")
+            if destroy:
+                acknowledge(created, "HyperPod-DataRetained", OPENZFS_DESTROY_REASON)
+            handle = created.handle
+        output(self, "OpenZfsFileSystemId", handle.file_system_id, "FSx for OpenZFS file system id")
+        output(self, "OpenZfsDnsName", handle.dns_name, "FSx for OpenZFS DNS name (the homes)")
+        return handle
 
 
 class DataRepositoryStack(EnvironmentStack):
@@ -322,7 +384,8 @@ class LifecycleStack(EnvironmentStack):
             subnets=list(network.compute_subnets.values()),
             security_groups=network.node_security_groups,
             # HyperPod mounts FSx on Slurm nodes; on EKS, pods use the CSI driver
-            mounts_fsx=config.is_slurm and config.storage.fsx.enabled,
+            mounts_fsx=config.is_slurm
+            and (config.storage.fsx.enabled or config.storage.openzfs is not None),
             # the directory's bind password and CA certificate, read at boot
             directory_secret_arns=config.cluster.node_setup.directory_secret_arns(config.is_slurm),
         )
@@ -355,10 +418,17 @@ class LifecycleStack(EnvironmentStack):
         volume_keys = self.execution_role.grant_volume_keys(
             [g.ebs_kms_key_arn for g in cluster_cfg.instance_groups if g.ebs_kms_key_arn]
         )
+        # the exporters' images: ECR read on exactly their repositories (HyperPod's of the region
+        # or the configured ones), only while an exporter that pulls one is on
+        image_pull = self.execution_role.grant_image_pull(
+            [arn for image in exporter_images(config) if (arn := image.repository_arn())]
+        )
         for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
             if volume_keys is not None:
                 volume_keys.attach_to_role(role)
+            if image_pull is not None:
+                image_pull.attach_to_role(role)
             if self.execution_role.directory_policy is not None:
                 self.execution_role.directory_policy.attach_to_role(role)
         self.autoscaling_role: ClusterAutoScalingRole | None = None
@@ -452,6 +522,7 @@ class ClusterStack(EnvironmentStack):
             main_az_id=config.network.availability_zone_id,
             security_groups=network.node_security_groups,
             file_system=storage.file_system,
+            openzfs_file_system=storage.openzfs_file_system,
             accounting_database=database,
             eks_cluster_arn=eks_cluster_arn,
             cluster_role_arn=role_arn_with_literal_path(
@@ -487,6 +558,53 @@ class ClusterStack(EnvironmentStack):
                 ),
                 "How to reach the Slurm controller (SSM)",
             )
+        login = next(
+            (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Login"), None
+        )
+        if config.is_slurm and login:
+            self._run_as_session(config, login)
+
+    def _run_as_session(self, config: EnvironmentConfig, login: str) -> None:
+        """A Session Manager document with run-as, so that people reach the login node as their
+        own Linux user: the user named by the ``SSMSessionRunAs`` tag of their IAM principal
+        (Session Manager user guide, "Turn on run as support for Linux and macOS managed
+        nodes"). There is no default user: a principal without the tag gets no session."""
+        document = ssm.CfnDocument(
+            self,
+            "RunAsSessionDocument",
+            document_type="Session",
+            document_format="JSON",
+            content={
+                "schemaVersion": "1.0",
+                "description": f"A shell on a node of {config.cluster_name} as the Linux user of "
+                "the caller's SSMSessionRunAs tag",
+                "sessionType": "Standard_Stream",
+                "inputs": {
+                    "runAsEnabled": True,
+                    "runAsDefaultUser": "",
+                    "idleSessionTimeout": "20",
+                    "shellProfile": {"linux": "cd ~ && exec bash -l", "windows": ""},
+                },
+            },
+            update_method="NewVersion",
+        )
+        cluster_id = cdk.Fn.select(1, cdk.Fn.split("/", self.cluster.cluster_arn))
+        output(self, "RunAsDocumentName", document.ref, "Session Manager document: run as yourself")
+        output(
+            self,
+            "LoginSsmCommand",
+            cdk.Fn.join(
+                "",
+                [
+                    f"aws ssm start-session --region {config.region} --document-name ",
+                    document.ref,
+                    " --target sagemaker-cluster:",
+                    cluster_id,
+                    f"_{login}-<instance-id>  # as the user of your SSMSessionRunAs tag",
+                ],
+            ),
+            "How to reach the login node as yourself (SSM run-as)",
+        )
 
 
 @dataclass

@@ -39,6 +39,8 @@ _EXPORTS = {
     "DataRepositoryAssociations": "hyperpod_cdk.storage",
     "FileSystemHandle": "hyperpod_cdk.storage",
     "LustreFileSystem": "hyperpod_cdk.storage",
+    "OpenZfsFileSystem": "hyperpod_cdk.storage",
+    "OpenZfsHandle": "hyperpod_cdk.storage",
     # IAM
     "ClusterAutoScalingRole": "hyperpod_cdk.iam",
     "ExecutionRole": "hyperpod_cdk.iam",
@@ -78,6 +80,7 @@ _EXPORTS = {
     "InstanceGroup": "hyperpod_cdk.config",
     "NetworkConfig": "hyperpod_cdk.config",
     "NodeSetup": "hyperpod_cdk.config.node_setup",
+    "OpenZfsConfig": "hyperpod_cdk.config",
     "PipelineConfig": "hyperpod_cdk.config",
     "PipelineFileConfig": "hyperpod_cdk.config",
     "PipelineStage": "hyperpod_cdk.config",
@@ -132,6 +135,9 @@ __all__ = [
     "LustreFileSystem",
     "NetworkConfig",
     "NodeSetup",
+    "OpenZfsConfig",
+    "OpenZfsFileSystem",
+    "OpenZfsHandle",
     "PipelineConfig",
     "PipelineFileConfig",
     "PipelineStage",
@@ -175,6 +181,7 @@ if TYPE_CHECKING:
         InstanceGroup,
         Issue,
         NetworkConfig,
+        OpenZfsConfig,
         PipelineConfig,
         PipelineFileConfig,
         PipelineStage,
@@ -208,6 +215,8 @@ if TYPE_CHECKING:
         DataRepositoryAssociations,
         FileSystemHandle,
         LustreFileSystem,
+        OpenZfsFileSystem,
+        OpenZfsHandle,
     )
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_cdk.config.models import EnvironmentConfig
-from hyperpod_cdk.config.node_setup import USERS_FILE_ON_NODE
+from hyperpod_cdk.config.node_setup import USERS_FILE_ON_NODE, exporter_images
+from hyperpod_cdk.config.storage import shared_homes_directory
 
 
 def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
@@ -36,6 +37,17 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
             fsx["mount_name"] = fsx_cfg.mount_name
     setup = config.cluster.node_setup
     node_setup = setup.model_dump(mode="json", exclude={"users_file", "directory"})
+    # each image as the node pulls it (HyperPod's of the region when the config names none), its
+    # registry, and the region to log in to for a private Amazon ECR registry: no region logic
+    # on the node
+    exporters = node_setup["exporters"]
+    for key in ("node_image", "dcgm_image"):
+        exporters.pop(key)
+    for image in exporter_images(config):
+        exporters[f"{image.exporter}_image"] = image.uri
+        exporters[f"{image.exporter}_registry"] = image.registry
+        if image.ecr_region is not None:
+            exporters[f"{image.exporter}_ecr_region"] = image.ecr_region
     if config.is_slurm and setup.users_file is not None:
         node_setup["users_file"] = USERS_FILE_ON_NODE
     if config.is_slurm and setup.directory is not None:
@@ -66,7 +78,22 @@ def node_settings(config: EnvironmentConfig) -> dict[str, Any]:
     }
     if config.is_slurm:
         settings["cluster_network"] = cluster_network(config)
+        settings["homes"] = homes(config)
+        if config.storage.openzfs is not None:
+            # HyperPod mounts it (FsxOpenZfsConfig); the scripts wait for it and verify it
+            settings["openzfs"] = {"enabled": True, "mount_path": config.storage.openzfs.mount_path}
     return settings
+
+
+def homes(config: EnvironmentConfig) -> dict[str, Any]:
+    """Where the users' home directories are: on shared storage (the FSx for OpenZFS mount, else
+    ``<Lustre mount>/home``; the controller makes them), or each node's local ``/home``."""
+    shared = shared_homes_directory(config)
+    if shared is None:
+        return {"shared": False, "path": "/home"}
+    openzfs = config.storage.openzfs
+    mount = openzfs.mount_path if openzfs is not None else config.storage.fsx.mount_path
+    return {"shared": True, "path": shared, "mount_path": mount}
 
 
 def cluster_network(config: EnvironmentConfig) -> dict[str, Any]:

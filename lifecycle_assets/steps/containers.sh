@@ -168,7 +168,7 @@ check_enroot_paths() {
       "$NVME_MOUNT" | "$EBS_MOUNT" | /run | /tmp) log "enroot $key $path is on $on" ;;
       /) warn "enroot $key $path is on the root volume: large images can fill it" ;;
       *)
-        if [[ "$on" == "$(setting fsx.mount_path /fsx)" ]]; then
+        if [[ "$on" == "$(setting fsx.mount_path /fsx)" || "$on" == "$(setting openzfs.mount_path)" ]]; then
           fail "enroot $key $path is on the shared file system ($on), which enroot cannot use for its data; set it to local storage in $ENROOT_CONF"
         fi
         log "enroot $key $path is on $on"

@@ -231,7 +231,7 @@ step_directory() {
     run pam-auth-update --enable mkhomedir
   fi
   if shared_homes; then
-    mkdir -p "$R$(setting fsx.mount_path /fsx)/home"
+    mkdir -p "$R$(homes_dir)"
   fi
 
   directory_sudoers || true

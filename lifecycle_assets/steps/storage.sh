@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Shared storage: the FSx mount (HyperPod's, verified; or the scripts' own) and EFA to FSx.
+# Shared storage: the FSx for Lustre mount (HyperPod's, verified; or the scripts' own), EFA to
+# FSx, and the FSx for OpenZFS mount of the homes (HyperPod's, verified).
 
 # FSx for Lustre guide, "Mounting from an Amazon EC2 instance": mount -t lustre -o relatime,flock
 # <dns_name>@tcp:/<mount_name> <path>; "Mounting automatically": mount once the network is up at
@@ -7,38 +8,28 @@
 # AWS's mount_fsx.sh writes it; with EFA, also after the unit that sets up the EFA Lustre client.
 LUSTRE_FSTAB_OPTIONS="defaults,relatime,flock,_netdev,x-systemd.automount,x-systemd.requires=network-online.target"
 EFA_LUSTRE_CLIENT_UNIT=configure-efa-fsx-lustre-client.service
-# FSx for OpenZFS guide, "Mounting from an Amazon EC2 instance": NFS v4.1 (v4.2 for some features).
-OPENZFS_FSTAB_OPTIONS="nfsvers=4.1,_netdev"
 
 # fsx_source: the device of the file system for mount/fstab (empty when the names are unknown).
 fsx_source() {
   local dns mount_name
   dns="$(setting fsx.dns_name)"
   mount_name="$(setting fsx.mount_name)"
-  [[ -n "$dns" ]] || return 0
-  if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then
-    printf '%s:%s\n' "$dns" "$(setting fsx.volume_path /fsx)"
-  elif [[ -n "$mount_name" ]]; then
-    printf '%s@tcp:/%s\n' "$dns" "$mount_name"
-  fi
+  [[ -n "$dns" && -n "$mount_name" ]] || return 0
+  printf '%s@tcp:/%s\n' "$dns" "$mount_name"
 }
 
 # mount_fsx_ourselves PATH: an fstab entry, then mount with retries (the file system may still
 # be reachable only a little after boot).
 mount_fsx_ourselves() {
-  local path="$1" source type options attempt
+  local path="$1" source options attempt
   source="$(fsx_source)"
   [[ -n "$source" ]] || fail "settings.json has no fsx.dns_name/fsx.mount_name to mount $path with"
-  if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then
-    type=nfs options="$OPENZFS_FSTAB_OPTIONS"
-  else
-    type=lustre options="$LUSTRE_FSTAB_OPTIONS"
-    if is_on fsx.efa && [[ -n "$(efa_devices)" ]]; then
-      options+=",x-systemd.after=$EFA_LUSTRE_CLIENT_UNIT"
-    fi
+  options="$LUSTRE_FSTAB_OPTIONS"
+  if is_on fsx.efa && [[ -n "$(efa_devices)" ]]; then
+    options+=",x-systemd.after=$EFA_LUSTRE_CLIENT_UNIT"
   fi
   mkdir -p "$R$path"
-  if append_once "$R/etc/fstab" "$source $path $type $options 0 0"; then
+  if append_once "$R/etc/fstab" "$source $path lustre $options 0 0"; then
     log "added $path to /etc/fstab"
   fi
   for attempt in 1 2 3 4 5; do
@@ -83,13 +74,35 @@ step_fsx() {
       fi
       ;;
   esac
-  if ! is_mounted "$path" "$(fsx_fstype)"; then
-    fail "$path is mounted, but not as $(fsx_fstype)"
+  if ! is_mounted "$path" lustre; then
+    fail "$path is mounted, but not as lustre"
   fi
-  log "$path is a $(fsx_fstype) mount"
+  log "$path is a lustre mount"
 }
 
-fsx_fstype() { if [[ "$(setting fsx.type lustre)" == "openzfs" ]]; then echo nfs4; else echo lustre; fi; }
+# HyperPod mounts FSx for OpenZFS (InstanceStorageConfigs FsxOpenZfsConfig) over NFS v4 when it
+# provisions the node, before an OnInitComplete script runs; like the Lustre mount it can appear
+# a little late. The scripts never mount it themselves: a node without it fails here, before the
+# users step makes homes on the root volume under the mount point.
+step_openzfs() {
+  local name="wait for FSx for OpenZFS mount" path timeout tries
+  current_step "$name"
+  if ! is_on openzfs.enabled; then
+    skip "$name" "storage.openzfs is not set"
+    return
+  fi
+  step "$name"
+  path="$(setting openzfs.mount_path /home)"
+  timeout="$(setting node_setup.fsx_mount_timeout_seconds 600)"
+  tries=$(((timeout + 9) / 10))
+  if ! wait_for_mount "$path" "$tries"; then
+    fail "$path is not mounted after ${timeout}s (HyperPod mounts FSx for OpenZFS from the instance group's InstanceStorageConfigs, at node provisioning only: a node provisioned before storage.openzfs was deployed gets it when it is replaced)"
+  fi
+  if ! is_mounted "$path" nfs4; then
+    fail "$path is mounted, but not as nfs4 (the FSx for OpenZFS file system): another file system is there"
+  fi
+  log "$path is an nfs4 mount"
+}
 
 # efa_devices: the node's EFA devices (they appear under /sys/class/infiniband).
 efa_devices() {
@@ -178,7 +191,7 @@ LUSTRE_HOLD_PATTERNS=("lustre-client-modules-*" "lustre-client-utils" "linux-aws
 step_lustre_hold() {
   local name="hold the Lustre client and kernel" installed held package to_hold=()
   current_step "$name"
-  if ! is_on fsx.enabled || [[ "$(setting fsx.type lustre)" != lustre ]]; then
+  if ! is_on fsx.enabled; then
     skip "$name" "no FSx for Lustre file system"
     return
   fi

@@ -10,25 +10,23 @@ users_file() {
   fi
 }
 
-# shared_homes: home directories live on the FSx file system every Slurm node mounts.
-shared_homes() { is_on fsx.enabled && is_on node_setup.home_on_shared_storage true; }
+# shared_homes: home directories live on a shared file system every Slurm node mounts (FSx for
+# OpenZFS at its mount, else <FSx for Lustre mount>/home: settings.json `homes`).
+shared_homes() { is_on homes.shared; }
 
-home_of() {
-  if shared_homes; then
-    printf '%s/home/%s\n' "$(setting fsx.mount_path /fsx)" "$1"
-  else
-    printf '/home/%s\n' "$1"
-  fi
-}
+# homes_dir: the directory of the home directories.
+homes_dir() { setting homes.path /home; }
+
+home_of() { printf '%s/%s\n' "$(homes_dir)" "$1"; }
 
 # probe_shared_homes: the homes' directory on the shared file system takes a write, before any
 # home is made there: a file system mounted read-only (or not mounted: then the directory is on
 # the root volume) fails here with its reason, not halfway through the users.
 probe_shared_homes() {
-  local dir probe
-  dir="$(setting fsx.mount_path /fsx)/home"
-  is_mounted "$(setting fsx.mount_path /fsx)" \
-    || fail "$(setting fsx.mount_path /fsx) is not mounted: the home directories would land on the root volume"
+  local dir probe mount
+  dir="$(homes_dir)"
+  mount="$(setting homes.mount_path)"
+  is_mounted "$mount" || fail "$mount is not mounted: the home directories would land on the root volume"
   probe="$dir/.hyperpod-write-probe-$$"
   if ! { mkdir -p "$R$dir" && : >"$R$probe" && rm -f "$R$probe"; } 2>/dev/null; then
     rm -f "$R$probe" 2>/dev/null || true

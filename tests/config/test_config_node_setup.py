@@ -12,7 +12,6 @@ from config_testkit import assert_issue, build
 
 from hyperpod_cdk.config import EnvironmentConfig, Issue
 from hyperpod_cdk.config.node_setup import (
-    DEFAULT_DCGM_IMAGE,
     USERS_FILE_ON_NODE,
     NodeSetup,
     check_node_setup,
@@ -94,7 +93,8 @@ def test_defaults() -> None:
             "node_port": 9100,
             "dcgm_port": 9400,
             "efa_port": 9109,
-            "dcgm_image": DEFAULT_DCGM_IMAGE,
+            "node_image": None,
+            "dcgm_image": None,
         },
         "directory": None,
         "pam_slurm_adopt": False,
@@ -400,15 +400,18 @@ def test_an_empty_users_file_has_no_users(root: Path) -> None:
 CLOSED = {"network.closed_network": True}
 
 
-def test_closed_network_refuses_the_node_exporter_package(root: Path) -> None:
-    issues = node_issues(root, {**CLOSED, f"{NS}.exporters.node": True})
-    assert_issue(issues, f"{NS}.exporters.node", "installs the Ubuntu package")
-    assert_issue(issues, f"{NS}.exporters.node", "cannot reach; switch it off")
+def test_closed_network_runs_hyperpods_exporter_images(root: Path) -> None:
+    """Issue 20: the node exporter no longer comes from the Ubuntu archive, and the default DCGM
+    image is HyperPod's in the region's Amazon ECR (the closed network's endpoints reach it)."""
+    exporters = {f"{NS}.exporters.node": True, f"{NS}.exporters.dcgm": True}
+    assert node_issues(root, {**CLOSED, **exporters}) == []
 
 
 def test_closed_network_refuses_a_public_dcgm_image(root: Path) -> None:
-    issues = node_issues(root, {**CLOSED, f"{NS}.exporters.dcgm": True})
-    assert_issue(issues, f"{NS}.exporters.dcgm_image", f"cannot pull {DEFAULT_DCGM_IMAGE}")
+    nvcr = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
+    changes = {**CLOSED, f"{NS}.exporters.dcgm": True, f"{NS}.exporters.dcgm_image": nvcr}
+    issues = node_issues(root, changes)
+    assert_issue(issues, f"{NS}.exporters.dcgm_image", "reaches no image in nvcr.io")
 
 
 def test_closed_network_takes_a_dcgm_image_from_private_ecr(root: Path) -> None:

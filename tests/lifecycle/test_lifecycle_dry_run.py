@@ -288,7 +288,8 @@ def test_a_switched_off_step_names_its_setting(
 
 
 def test_local_homes_are_made_on_every_node(dry_run: DryRunner) -> None:
-    result = dry_run("compute", {"node_setup.home_on_shared_storage": False})
+    local = {"homes.shared": False, "homes.path": "/home", "homes.mount_path": None}
+    result = dry_run("compute", local)
     assert (
         "useradd --uid 2001 --gid 2001 --home-dir /home/alice --no-create-home --shell /bin/bash alice"
         in (result.commands)
@@ -639,16 +640,25 @@ def test_a_failed_run_waits_for_its_log_to_be_shipped(fake_node) -> None:
 
 
 def test_packages_are_installed_from_refreshed_lists(fake_node) -> None:
-    """An AMI's package lists are as old as the AMI: install after update, once per run."""
-    base = fake_node("compute")
+    """An AMI's package lists are as old as the AMI: install after update, once per run (two
+    installs: SSSD for directory users, Docker; the exporters install no package)."""
+    secrets = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hyperpod/ldap-"
+    directory = {
+        "uri": "ldaps://dc1.example.com", "search_base": "dc=example,dc=com",
+        "bind_dn": "cn=bind,dc=example,dc=com", "ldap_schema": "ad",
+        "bind_password_secret_arn": f"{secrets}bind-AbCdEf",
+        "ca_certificate_secret_arn": f"{secrets}ca-AbCdEf",
+        "allowed_groups": {"controller": [], "login": [], "compute": ["hpc"]}, "sudo_groups": [],
+    }  # fmt: skip
+    base = fake_node("compute", {"node_setup.directory": directory})
     (base / "node/usr/bin/docker").unlink()
     result = dry.run("compute", base)
     assert result.returncode == 0, result.output
     apt = [c for c in result.commands if c.startswith("apt-get")]
     assert apt == [
         "apt-get -y -o DPkg::Lock::Timeout=120 update",
+        "apt-get -y -o DPkg::Lock::Timeout=120 install sssd-ldap libnss-sss libpam-sss sssd-tools",
         "apt-get -y -o DPkg::Lock::Timeout=120 install docker.io",
-        "apt-get -y -o DPkg::Lock::Timeout=120 install prometheus-node-exporter",
     ]
 
 
@@ -910,3 +920,30 @@ def test_an_adopted_vpc_asks_ec2_for_its_subnets(fake_node) -> None:
     assert "cannot read the CIDRs of the cluster's subnets (subnet-0aaa subnet-0bbb) from EC2" in (
         result.output
     )
+
+
+def test_homes_on_openzfs_are_made_by_the_controller_under_its_mount(fake_node) -> None:
+    """storage.openzfs: HyperPod mounts it at /home; the controller makes the homes there."""
+    changes = {
+        "openzfs": {"enabled": True, "mount_path": "/home"},
+        "homes": {"shared": True, "path": "/home", "mount_path": "/home"},
+    }
+    base = fake_node("controller", changes)
+    mounts = base / "node/proc/self/mounts"
+    mounts.write_text(
+        mounts.read_text() + "fs-0abc.fsx.us-west-2.amazonaws.com:/fsx /home nfs4 rw 0 0\n"
+    )
+    result = dry.run("controller", base)
+    assert result.returncode == 0, result.output
+    assert (
+        "useradd --uid 2001 --gid 2001 --home-dir /home/alice --no-create-home --shell /bin/bash alice"
+        in result.commands
+    )
+    assert (base / "node/home/alice/.ssh/id_ed25519").exists() or any(
+        c.startswith("ssh-keygen") and "/home/alice/.ssh/id_ed25519" in c for c in result.commands
+    )
+    mounts.write_text("".join(f"{m}\n" for m in lines(mounts) if " /home " not in m))
+    (base / "node/etc/passwd").write_text("root:x:0:0::/root:/bin/bash\n")
+    result = dry.run("controller", base)
+    assert result.returncode == 1
+    assert "/home is not mounted" in result.output

@@ -68,6 +68,7 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "eks add-ons",
         "shared cluster",
         "health agent image",
+        "exporter images",
         "accounting database engine",
         "accounting database AMI",
         "ebs keys",

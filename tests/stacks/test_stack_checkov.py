@@ -109,6 +109,23 @@ FLIPPED_CHOICES = {
     ),
     # all egress from the nodes (AWS's console default): the one config-dependent egress finding
     "slurm-all-egress": ("default", {"network.node_egress": "all"}, None),
+    # no shipped config has FSx for OpenZFS (storage.openzfs): created, with both keys to
+    # delete it, and adopted (the nodes' NFS egress to its group)
+    "slurm-openzfs": (
+        "default",
+        {"storage.openzfs": {"removal_policy": "destroy"}},
+        {"destroy_data": "true"},
+    ),
+    "slurm-openzfs-adopted": (
+        "full",
+        {
+            "storage.openzfs": {
+                "file_system_id": "fs-0123456789abcdef0",
+                "dns_name": "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+            }
+        },
+        None,
+    ),
     # no shipped config has a closed network (no NAT, interface endpoints only)
     "slurm-closed-network": ("default", {"network.closed_network": True}, None),
     "eks-closed-network": (

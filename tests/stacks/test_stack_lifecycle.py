@@ -178,7 +178,6 @@ DEFAULT_NODE_SETUP = {
         "node_port": 9100,
         "dcgm_port": 9400,
         "efa_port": 9109,
-        "dcgm_image": "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04",
     },
     "pam_slurm_adopt": False,
 }
@@ -205,6 +204,7 @@ def test_node_settings_of_the_default_config(synthesized) -> None:
             "gpu": {"node_type": "Compute", "partition": "gpu", "instance_type": "ml.p5.48xlarge"},
         },
         "cluster_network": {"region": "us-west-2", "cidrs": ["10.1.0.0/16"], "subnet_ids": []},
+        "homes": {"shared": True, "path": "/fsx/home", "mount_path": "/fsx"},
     }
 
 

@@ -32,10 +32,12 @@ def cluster_subnets(cluster: Resource) -> list[Value]:
 
 
 def mounted_file_system_dns_names(cluster: Resource) -> list[Value]:
-    """The DNS names of the FSx for Lustre file systems HyperPod mounts on the nodes."""
+    """The DNS names of the FSx file systems (for Lustre and for OpenZFS) HyperPod mounts on the
+    nodes."""
     return [
-        config.get("FsxLustreConfig", "DnsName")
+        config.get(kind, "DnsName")
         for group in instance_groups(cluster)
         for config in group.get("InstanceStorageConfigs").items() or []
-        if not config.get("FsxLustreConfig").missing
+        for kind in ("FsxLustreConfig", "FsxOpenZfsConfig")
+        if not config.get(kind).missing
     ]

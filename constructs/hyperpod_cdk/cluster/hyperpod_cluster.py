@@ -12,6 +12,7 @@ from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import AutoPatch, ClusterConfig, InstanceGroup, ScheduledUpdate
 from hyperpod_cdk.storage.file_system import FileSystemHandle
+from hyperpod_cdk.storage.openzfs import OpenZfsHandle
 
 _Props = sagemaker.CfnCluster
 
@@ -79,7 +80,8 @@ class HyperPodCluster(Construct):
 
     Slurm clusters use the API-driven Slurm configuration: ``Orchestrator.Slurm``
     and a ``SlurmConfig`` (node type, partition) per group; HyperPod mounts the
-    file system itself through ``InstanceStorageConfigs``. EKS clusters use
+    file systems itself through ``InstanceStorageConfigs`` (at most one FSx for Lustre and one
+    FSx for OpenZFS per group). EKS clusters use
     ``Orchestrator.Eks`` with the given cluster ARN and per-group Kubernetes
     labels and taints.
 
@@ -87,7 +89,8 @@ class HyperPodCluster(Construct):
     by this library, by your own constructs, or adopted: roles by ARN, the
     scripts as any ``s3://`` prefix (:class:`LifecycleRef`), subnets and
     security groups as ``ec2.ISubnet`` / ``ec2.ISecurityGroup``, the file
-    system as a :class:`~hyperpod_cdk.storage.FileSystemHandle`.
+    system as a :class:`~hyperpod_cdk.storage.FileSystemHandle` (and the homes' as an
+    :class:`~hyperpod_cdk.storage.OpenZfsHandle`).
 
     :param config: the ``cluster`` section.
     :param cluster_name: the cluster name (create-only: a change replaces the cluster).
@@ -102,6 +105,9 @@ class HyperPodCluster(Construct):
     :param security_groups: groups put on every node (each must allow EFA self traffic).
     :param file_system: a Lustre file system HyperPod mounts on every node (Slurm
         only; EKS pods use the FSx CSI driver); none when left out.
+    :param openzfs_file_system: an FSx for OpenZFS file system (the users' homes) HyperPod
+        mounts on every node (``FsxOpenZfsConfig``; Slurm only, an error with
+        ``eks_cluster_arn``); none when left out.
     :param accounting_database: an external Slurm accounting database (a
         :class:`~hyperpod_cdk.cluster.SlurmAccountingDatabase` or an existing one);
         none when left out.
@@ -127,6 +133,7 @@ class HyperPodCluster(Construct):
         main_az_id: str,
         security_groups: Sequence[ec2.ISecurityGroup],
         file_system: FileSystemHandle | None = None,
+        openzfs_file_system: OpenZfsHandle | None = None,
         accounting_database: AccountingDatabaseRef | None = None,
         eks_cluster_arn: str | None = None,
         cluster_role_arn: str | None = None,
@@ -141,7 +148,13 @@ class HyperPodCluster(Construct):
         self._execution_role_arn = execution_role_arn
         self._lifecycle = lifecycle
         self._file_system = file_system
+        self._openzfs = openzfs_file_system
         self._slurm = eks_cluster_arn is None
+        if openzfs_file_system is not None and not self._slurm:
+            raise ValueError(
+                "HyperPod mounts FSx for OpenZFS (FsxOpenZfsConfig) on Slurm clusters only; "
+                "leave openzfs_file_system out with eks_cluster_arn"
+            )
         orchestrator = (
             _Props.OrchestratorProperty(slurm=self._slurm_orchestrator(accounting_database))
             if eks_cluster_arn is None
@@ -224,6 +237,15 @@ class HyperPodCluster(Construct):
                 _Props.ClusterInstanceStorageConfigProperty(
                     fsx_lustre_config=_Props.ClusterFsxLustreConfigProperty(
                         dns_name=fs.dns_name, mount_name=fs.mount_name, mount_path=fs.mount_path
+                    )
+                )
+            )
+        zfs = self._openzfs
+        if zfs is not None and self._slurm:
+            configs.append(
+                _Props.ClusterInstanceStorageConfigProperty(
+                    fsx_open_zfs_config=_Props.ClusterFsxOpenZfsConfigProperty(
+                        dns_name=zfs.dns_name, mount_path=zfs.mount_path
                     )
                 )
             )

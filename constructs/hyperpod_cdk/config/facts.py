@@ -41,6 +41,23 @@ FSX_LUSTRE_VERSIONS = ("2.12", "2.15")
 # FSx backups: AutomaticBackupRetentionDays 0..90.
 FSX_MAX_BACKUP_RETENTION_DAYS = 90
 
+# FSx API reference CreateFileSystemOpenZFSConfiguration (DeploymentType, ThroughputCapacity) and
+# CreateFileSystem (StorageCapacity): FSx for OpenZFS throughput in MB/s per deployment type; the
+# first generation (64 - 4,096 MB/s) and the second (160 - 10,240 MB/s, NVMe read cache).
+OPENZFS_THROUGHPUTS_GEN1 = (64, 128, 256, 512, 1024, 2048, 3072, 4096)
+OPENZFS_THROUGHPUTS_GEN2 = (160, 320, 640, 1280, 2560, 3840, 5120, 7680, 10240)
+OPENZFS_THROUGHPUTS = {
+    "SINGLE_AZ_1": OPENZFS_THROUGHPUTS_GEN1,
+    "SINGLE_AZ_HA_1": OPENZFS_THROUGHPUTS_GEN1,
+    "SINGLE_AZ_2": OPENZFS_THROUGHPUTS_GEN2,
+    "SINGLE_AZ_HA_2": OPENZFS_THROUGHPUTS_GEN2,
+    "MULTI_AZ_1": OPENZFS_THROUGHPUTS_GEN2,
+}
+OPENZFS_MIN_CAPACITY_GIB = 64
+OPENZFS_MAX_CAPACITY_GIB = 524_288
+# OpenZFSNfsExport: at most 25 client configurations per export.
+OPENZFS_MAX_NFS_CLIENTS = 25
+
 # FSx guide "efa-file-systems": EFA clients are Nitro v4+ instances, except trn2.
 FSX_EFA_UNSUPPORTED_FAMILIES = ("trn2", "trn2u")
 
@@ -334,3 +351,60 @@ ACCOUNTING_MYSQL_VERSION = "8.4.9"
 # the AWS doc "Using an external accounting database with SageMaker HyperPod Slurm clusters",
 # read 2026-11-23); `make preflight` compares each group's AMI (ec2:DescribeImages).
 ACCOUNTING_MIN_AMI_DATE = "2026-08-30"
+
+
+# HyperPod's Prometheus exporter images (cluster.node_setup.exporters), as AWS's observability
+# extension runs them (awslabs/awsome-distributed-ai Extensions/observability; HYPERPOD_FACTS,
+# "Added 2026-11-24"): <registry of the region>/<repository>:<tag>.
+HYPERPOD_EXPORTER_IMAGES = {
+    "node": ("hyperpod/node_exporter", "v1.9.1"),
+    "dcgm": ("hyperpod/dcgm_exporter", "4.1.1-4.0.4-ubi9"),
+}
+# The account of the Amazon ECR registry that holds those images, per region (read 2026-11-25).
+# - us-east-1, us-west-2: 602401143452, as AWS documents it and as AWS's own `docker ps` output
+#   of nodes running the extension shows it (awsome-distributed-ai observability guides).
+# - Every other region: the account of the Amazon EKS add-on image registry of the region (Amazon
+#   EKS user guide, "View Amazon container image registries for Amazon EKS add-ons",
+#   add-ons-images; awsdocs/amazon-eks-user-guide latest/ug/workloads/add-ons-images.adoc, and the
+#   published page for ap-southeast-5, which the adoc lacks). ASSUMED: AWS publishes the
+#   hyperpod/* repositories in that same account; `make preflight` settles it for the config's
+#   region (ecr:BatchGetImage of the image), and exporters.*_image takes a copy where it fails.
+#   The adoc names ap-east-1's host for ap-east-2 (a typo in the table): the account is kept,
+#   with the region's own host.
+HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS_AS_OF = "2026-11-25"
+HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS = {
+    "af-south-1": "877085696533", "ap-east-1": "800184023465", "ap-east-2": "533267051163",
+    "ap-northeast-1": "602401143452", "ap-northeast-2": "602401143452",
+    "ap-northeast-3": "602401143452", "ap-south-1": "602401143452",
+    "ap-south-2": "900889452093", "ap-southeast-1": "602401143452",
+    "ap-southeast-2": "602401143452", "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902", "ap-southeast-5": "151610086707",
+    "ap-southeast-6": "333609536671", "ap-southeast-7": "121268973566",
+    "ca-central-1": "602401143452", "ca-west-1": "761377655185",
+    "cn-north-1": "918309763551", "cn-northwest-1": "961992271922",
+    "eu-central-1": "602401143452", "eu-central-2": "900612956339",
+    "eu-north-1": "602401143452", "eu-south-1": "590381155156", "eu-south-2": "455263428931",
+    "eu-west-1": "602401143452", "eu-west-2": "602401143452", "eu-west-3": "602401143452",
+    "il-central-1": "066635153087", "me-central-1": "759879836304",
+    "me-south-1": "558608220178", "mx-central-1": "730335286997", "sa-east-1": "602401143452",
+    "us-east-1": "602401143452", "us-east-2": "602401143452",
+    "us-gov-east-1": "151742754352", "us-gov-west-1": "013241004608",
+    "us-west-1": "602401143452", "us-west-2": "602401143452",
+}  # fmt: skip
+
+
+def ecr_registry(account: str, region: str) -> str:
+    """The host of a private Amazon ECR registry: ``<account>.dkr.ecr.<region>.amazonaws.com``
+    (``.amazonaws.com.cn`` in the China regions)."""
+    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    return f"{account}.dkr.ecr.{region}.{suffix}"
+
+
+def hyperpod_exporter_image(exporter: str, region: str) -> str | None:
+    """HyperPod's image of ``exporter`` (``node`` or ``dcgm``) in ``region``; None where
+    :data:`HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS` does not know the region."""
+    account = HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS.get(region)
+    if account is None:
+        return None
+    repository, tag = HYPERPOD_EXPORTER_IMAGES[exporter]
+    return f"{ecr_registry(account, region)}/{repository}:{tag}"

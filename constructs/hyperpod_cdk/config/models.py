@@ -358,10 +358,11 @@ class NetworkConfig(StrictModel):
 
 
 # The storage section lives in its own module (its models and rules) and builds on the types
-# above; FsxConfig and DataRepositoryAssociation stay importable from here.
+# above; FsxConfig, OpenZfsConfig and DataRepositoryAssociation are importable from here.
 from hyperpod_cdk.config.storage import (  # noqa: E402, F401
     DataRepositoryAssociation,
     FsxConfig,
+    OpenZfsConfig,
     StorageConfig,
 )
 

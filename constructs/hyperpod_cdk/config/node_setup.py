@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
@@ -62,13 +63,16 @@ SSH_PUBLIC_KEY_PATTERN = (
     r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp(256|384|521)|sk-(ssh-ed25519|ecdsa-sha2-nistp256)"
     r"@openssh\.com) [A-Za-z0-9+/=]+( [^\n]*)?$"
 )
-# nvcr.io/nvidia/k8s/dcgm-exporter: the NVIDIA DCGM exporter image, pinned (DCGM 4.2.3,
-# exporter 4.1.3); it serves metrics on :9400 (NVIDIA dcgm-exporter README).
-DEFAULT_DCGM_IMAGE = "nvcr.io/nvidia/k8s/dcgm-exporter:4.2.3-4.1.3-ubuntu22.04"
 # A container image pinned by tag or digest: registry/path:tag or registry/path@sha256:...
 IMAGE_PATTERN = (
     r"^[a-z0-9.-]+(:[0-9]+)?(/[a-z0-9._-]+)+(:[A-Za-z0-9._-]{1,128}|@sha256:[0-9a-f]{64})$"
 )
+# A private Amazon ECR registry: <account>.dkr.ecr[-fips].<region>.amazonaws.com[.cn]
+_ECR_HOST = re.compile(
+    r"^(?P<account>[0-9]{12})\.dkr\.ecr(-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(\.cn)?$"
+)
+# The exporters that run a container image (the EFA exporter ships with the scripts).
+IMAGE_EXPORTERS = ("node", "dcgm")
 
 Port = Annotated[int, Field(ge=1024, le=65535), WHOLE_NUMBER]
 UserName = Annotated[str, StringConstraints(pattern=USER_NAME_PATTERN)]
@@ -79,21 +83,34 @@ def _yaml_off(value: Any) -> Any:
     return "off" if value is False else value
 
 
+PinnedImage = Annotated[
+    str,
+    _matching(
+        IMAGE_PATTERN,
+        "a container image pinned by tag or digest, like registry/path/name:1.2.3",
+        max_length=512,
+    ),
+]
+
+
 class Exporters(StrictModel):
     """slurm only: Prometheus exporters on the nodes, each off by default.
 
-    Everything comes from pinned artifacts: the Ubuntu package
-    ``prometheus-node-exporter``, the DCGM exporter image, and the EFA exporter
-    shipped with the lifecycle scripts (Python standard library only).
+    The node and DCGM exporters run HyperPod's own images from the Amazon ECR
+    registry of the region (the ones AWS's observability extension runs; in a
+    closed network the ECR endpoints reach them), or a pinned image named
+    here. The nodes log in, pull them while the lifecycle script runs (a
+    failed pull fails the node) and run them as systemd units. The EFA
+    exporter ships with the lifecycle scripts (Python standard library only).
     """
 
     node: bool = Field(
         default=False,
-        description="Node exporter (Ubuntu package prometheus-node-exporter) on every Slurm node.",
+        description="Node exporter (HyperPod's node_exporter image) on every Slurm node.",
     )
     dcgm: bool = Field(
         default=False,
-        description="NVIDIA DCGM exporter (GPU metrics, a pinned container image) on GPU nodes.",
+        description="NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter image) on GPU nodes.",
     )
     efa: bool = Field(
         default=False,
@@ -102,22 +119,23 @@ class Exporters(StrictModel):
     node_port: Port = Field(default=9100, description="Port of the node exporter.")
     dcgm_port: Port = Field(default=9400, description="Port of the DCGM exporter.")
     efa_port: Port = Field(default=9109, description="Port of the EFA exporter.")
-    dcgm_image: Annotated[
-        str,
-        _matching(
-            IMAGE_PATTERN,
-            "a container image pinned by tag or digest, like registry/path/name:1.2.3",
-            max_length=512,
-        ),
-    ] = Field(
-        default=DEFAULT_DCGM_IMAGE,
-        description="DCGM exporter image, pinned by tag or digest (the 'latest' tag is refused).",
+    node_image: PinnedImage | None = Field(
+        default=None,
+        description="Node exporter image, pinned by tag or digest (the 'latest' tag is refused); "
+        "null: HyperPod's <registry of the region>/hyperpod/node_exporter:v1.9.1. In a closed "
+        "network only a private Amazon ECR image of the cluster's region.",
+    )
+    dcgm_image: PinnedImage | None = Field(
+        default=None,
+        description="DCGM exporter image, pinned by tag or digest (the 'latest' tag is refused); "
+        "null: HyperPod's <registry of the region>/hyperpod/dcgm_exporter:4.1.1-4.0.4-ubi9. In a "
+        "closed network only a private Amazon ECR image of the cluster's region.",
     )
 
-    @field_validator("dcgm_image")
+    @field_validator("node_image", "dcgm_image")
     @classmethod
-    def _pinned(cls, value: str) -> str:
-        if value.endswith(":latest"):
+    def _pinned(cls, value: str | None) -> str | None:
+        if value is not None and value.endswith(":latest"):
             raise ValueError(f"{value!r} is not pinned; name a version tag or a sha256 digest")
         return value
 
@@ -132,6 +150,88 @@ class Exporters(StrictModel):
                 )
             seen[port] = name
         return self
+
+    def image(self, exporter: str, region: str) -> ExporterImage | None:
+        """The image ``exporter`` (``node`` or ``dcgm``) runs in ``region``: the one configured,
+        else HyperPod's; None when neither is known (a config error while the exporter is on)."""
+        configured: str | None = getattr(self, f"{exporter}_image")
+        uri = configured or facts.hyperpod_exporter_image(exporter, region)
+        return None if uri is None else ExporterImage(exporter, uri, hyperpod=configured is None)
+
+
+@dataclass(frozen=True)
+class ExporterImage:
+    """The container image of an exporter, as the nodes pull it.
+
+    :param exporter: ``node`` or ``dcgm``.
+    :param uri: ``registry/repository:tag`` or ``registry/repository@sha256:...``.
+    :param hyperpod: HyperPod's regional image (``exporters.<exporter>_image`` left null).
+    """
+
+    exporter: str
+    uri: str
+    hyperpod: bool
+
+    @property
+    def key(self) -> str:
+        """The config key that names the image, under ``cluster.node_setup``."""
+        return f"exporters.{self.exporter}_image"
+
+    @property
+    def registry(self) -> str:
+        """The registry host: ``602401143452.dkr.ecr.us-west-2.amazonaws.com``."""
+        return self.uri.split("/", 1)[0]
+
+    @property
+    def repository(self) -> str:
+        """The repository inside the registry: ``hyperpod/node_exporter``."""
+        rest = self.uri.split("/", 1)[1]
+        return rest.split("@", 1)[0] if "@" in rest else rest.rsplit(":", 1)[0]
+
+    @property
+    def reference(self) -> dict[str, str]:
+        """The image inside the repository, as ECR's ImageIdentifier: ``{"imageTag": ...}`` or
+        ``{"imageDigest": ...}``."""
+        if "@" in self.uri:
+            return {"imageDigest": self.uri.split("@", 1)[1]}
+        return {"imageTag": self.uri.rsplit(":", 1)[1]}
+
+    @property
+    def ecr_account(self) -> str | None:
+        """The account of a private Amazon ECR registry (None for any other registry)."""
+        match = _ECR_HOST.match(self.registry)
+        return match["account"] if match else None
+
+    @property
+    def ecr_region(self) -> str | None:
+        """The region of a private Amazon ECR registry: where the node logs in (None for any other
+        registry, which needs no login)."""
+        match = _ECR_HOST.match(self.registry)
+        return match["region"] if match else None
+
+    def repository_arn(self) -> str | None:
+        """The ARN of the ECR repository (IAM grants its pull); None for another registry."""
+        if self.ecr_account is None or self.ecr_region is None:
+            return None
+        region = self.ecr_region
+        partition = (
+            "aws-cn" if region.startswith("cn-") else "aws-us-gov" if "-gov-" in region else "aws"
+        )
+        return f"arn:{partition}:ecr:{region}:{self.ecr_account}:repository/{self.repository}"
+
+
+def exporter_images(config: EnvironmentConfig) -> list[ExporterImage]:
+    """The images of the exporters that are on (node, then DCGM) and whose image is known: what
+    the nodes pull, the execution role may read and ``make preflight`` checks. Empty on EKS."""
+    if not config.is_slurm:
+        return []
+    exporters = config.cluster.node_setup.exporters
+    images = [
+        exporters.image(exporter, config.region)
+        for exporter in IMAGE_EXPORTERS
+        if getattr(exporters, exporter)
+    ]
+    return [image for image in images if image is not None]
 
 
 # -- directory users (SSSD) --------------------------------------------------------------------
@@ -656,18 +756,20 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
                 for problem in exc.problems:
                     out.error(f"{_PATH}.users_file", f"{setup.users_file}: {problem}")
 
-    fsx_on = cfg.storage.fsx.enabled
-    if setup.is_set("home_on_shared_storage") and setup.home_on_shared_storage and not fsx_on:
+    from hyperpod_cdk.config.storage import shared_homes_directory
+
+    shared_homes = shared_homes_directory(cfg) is not None
+    if setup.is_set("home_on_shared_storage") and setup.home_on_shared_storage and not shared_homes:
         out.warn(
             f"{_PATH}.home_on_shared_storage",
-            "storage.fsx is disabled: home directories stay on each node's local /home",
+            "storage.fsx is disabled and there is no storage.openzfs: home directories stay on "
+            "each node's local /home",
         )
-    shared_homes = fsx_on and setup.home_on_shared_storage
     if setup.users_file is not None and setup.ssh_keys_between_nodes and not shared_homes:
         out.warn(
             f"{_PATH}.ssh_keys_between_nodes",
-            "keys between nodes need home directories on shared storage (storage.fsx enabled and "
-            "home_on_shared_storage: true); no keys are generated",
+            "keys between nodes need home directories on shared storage (storage.fsx enabled or "
+            "storage.openzfs, and home_on_shared_storage: true); no keys are generated",
         )
 
     exporters = setup.exporters
@@ -677,23 +779,7 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
             f"{_PATH}.exporters.dcgm",
             "no instance group has NVIDIA GPUs (ml.p*, ml.g*): the DCGM exporter runs nowhere",
         )
-    if cfg.network.closed_network:
-        # no NAT, no internet gateway: only AWS services behind the VPC endpoints (S3, private
-        # Amazon ECR) are reachable from the nodes
-        if exporters.node:
-            out.error(
-                f"{_PATH}.exporters.node",
-                "installs the Ubuntu package prometheus-node-exporter with apt-get, which a closed "
-                "network (network.closed_network: true) cannot reach; switch it off",
-            )
-        host = exporters.dcgm_image.split("/", 1)[0]
-        if exporters.dcgm and not (".dkr.ecr." in host and host.endswith(".amazonaws.com")):
-            out.error(
-                f"{_PATH}.exporters.dcgm_image",
-                f"a closed network (network.closed_network: true) cannot pull "
-                f"{exporters.dcgm_image}; copy it into a private Amazon ECR repository of the "
-                "region and name it here, or switch exporters.dcgm off",
-            )
+    _check_exporter_images(cfg, out)
     accelerated = facts.ACCELERATED_FAMILY_PREFIXES
     if exporters.efa and not any(_family(t).startswith(accelerated) for t in types):
         out.warn(
@@ -710,6 +796,41 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
             f"{_PATH}.fsx_efa_check",
             f"storage.fsx.efa_enabled is false ({orchestrator}): there is no EFA transport to check",
         )
+
+
+def _check_exporter_images(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """Each exporter that is on has an image: HyperPod's in a region the facts table knows, or
+    one named; a closed network pulls only from private Amazon ECR of the cluster's region."""
+    exporters = cfg.cluster.node_setup.exporters
+    for exporter in IMAGE_EXPORTERS:
+        if not getattr(exporters, exporter):
+            continue
+        path = f"{_PATH}.exporters.{exporter}_image"
+        image = exporters.image(exporter, cfg.region)
+        if image is None:
+            repository, tag = facts.HYPERPOD_EXPORTER_IMAGES[exporter]
+            known = facts.hyperpod_exporter_image(exporter, "us-west-2")
+            out.error(
+                path,
+                f"not set, and HyperPod's {repository}:{tag} has no registry this app knows in "
+                f"{cfg.region} (the table of {facts.HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS_AS_OF}); "
+                f"copy it (e.g. {known}) into a private Amazon ECR repository of {cfg.region} and "
+                f"set {exporter}_image to it, or switch exporters.{exporter} off",
+            )
+            continue
+        if image.hyperpod or not cfg.network.closed_network:
+            continue
+        # no NAT, no internet gateway: only AWS services behind the VPC endpoints (S3, private
+        # Amazon ECR of the region) are reachable from the nodes
+        if image.ecr_region != cfg.region:
+            where = f"Amazon ECR of {image.ecr_region}" if image.ecr_region else f"{image.registry}"
+            out.error(
+                path,
+                f"a closed network (network.closed_network: true) reaches no image in {where}; "
+                f"copy {image.uri} into a private Amazon ECR repository of {cfg.region} and name "
+                "it here, or set it to null (HyperPod's image of the region, reached through the "
+                "ECR endpoints)",
+            )
 
 
 def _check_directory(cfg: EnvironmentConfig, out: IssueSink) -> None:

@@ -1,5 +1,6 @@
 """The ``storage`` section: FSx for Lustre (created or adopted) and its data repository
-associations, the models and the cross-key rules.
+associations, the optional FSx for OpenZFS file system of the users' homes, the models and the
+cross-key rules.
 
 The models check each key; :func:`check_storage` relates keys of the section to each other and
 to the rest of the environment (the region, the instance groups), as rules.py does for the other
@@ -8,6 +9,7 @@ sections.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 from pydantic import BeforeValidator, Field, field_validator
@@ -16,6 +18,7 @@ from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.models import (
     WHOLE_NUMBER,
     AbsolutePath,
+    Cidr,
     KmsKeyArn,
     StrictModel,
     _decimal_version,
@@ -31,6 +34,17 @@ if TYPE_CHECKING:
 # A key prefix of the app's data bucket: segments ending in '/', no leading '/' or empty segment.
 S3_PREFIX_PATTERN = r"^([A-Za-z0-9!_.*'()-]+/)+$"
 DraEvent = Literal["NEW", "CHANGED", "DELETED"]
+# An FSx file system of the config (Lustre or OpenZFS): its id and its DNS name.
+FileSystemId = Annotated[
+    str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
+]
+FileSystemDnsName = Annotated[
+    str,
+    _matching(
+        r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
+        "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+    ),
+]
 
 
 class DataRepositoryAssociation(StrictModel):
@@ -84,25 +98,13 @@ class FsxConfig(StrictModel):
     enabled: bool = Field(
         default=True, description="Create (or adopt) a file system and mount it on the nodes."
     )
-    file_system_id: (
-        Annotated[
-            str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
-        ]
-        | None
-    ) = Field(
+    file_system_id: FileSystemId | None = Field(
         default=None,
         description="Adopt this file system; then dns_name and mount_name are required.",
     )
-    dns_name: (
-        Annotated[
-            str,
-            _matching(
-                r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
-                "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-            ),
-        ]
-        | None
-    ) = Field(default=None, description="Adopted file system: its DNS name.")
+    dns_name: FileSystemDnsName | None = Field(
+        default=None, description="Adopted file system: its DNS name."
+    )
     mount_name: (
         Annotated[
             str,
@@ -180,10 +182,138 @@ class FsxConfig(StrictModel):
         return value
 
 
+def _single_az(value: object) -> object:
+    """MULTI_AZ_1, an FSx for OpenZFS deployment type, is refused with the reason."""
+    if value == "MULTI_AZ_1":
+        raise ValueError(
+            "MULTI_AZ_1 needs subnets in two AZs, and the HyperPod nodes and their file systems "
+            "are in the HyperPod subnet of one; use SINGLE_AZ_HA_2 for a standby file server in "
+            "the same AZ"
+        )
+    return value
+
+
+# FSx for OpenZFS deployment types of one AZ (MULTI_AZ_1 needs two subnets: refused).
+OpenZfsDeploymentType = Annotated[
+    Literal["SINGLE_AZ_1", "SINGLE_AZ_2", "SINGLE_AZ_HA_1", "SINGLE_AZ_HA_2"],
+    BeforeValidator(_single_az),
+]
+# The keys of a file system the app creates (an error on an adopted one).
+_OPENZFS_CREATION_KEYS = (
+    "deployment_type", "storage_capacity_gib", "throughput_mbps", "compression",
+    "backup_retention_days", "kms_key_arn", "removal_policy", "nfs_client_cidrs",
+)  # fmt: skip
+
+
+class OpenZfsConfig(StrictModel):
+    """slurm only: FSx for OpenZFS for the users' home directories, mounted by HyperPod on every
+    Slurm node (``InstanceStorageConfigs`` ``FsxOpenZfsConfig``) at ``mount_path``: Lustre
+    (``storage.fsx``) keeps the data, OpenZFS the homes. Created in the HyperPod subnet and the
+    nodes' EFA security group, with an NFS export that lets the nodes' root (the controller makes
+    the homes) write as root from the cluster's subnets only; or adopted (``file_system_id`` and
+    ``dns_name``). HyperPod mounts it when it provisions a node: running nodes get it when they
+    are replaced (docs/updating.md)."""
+
+    file_system_id: FileSystemId | None = Field(
+        default=None, description="Adopt this file system; then dns_name is required."
+    )
+    dns_name: FileSystemDnsName | None = Field(
+        default=None, description="Adopted file system: its DNS name."
+    )
+    mount_path: AbsolutePath = Field(
+        default="/home",
+        description="Where HyperPod mounts the file system on every Slurm node; with "
+        "cluster.node_setup.home_on_shared_storage the homes are <mount_path>/<name>.",
+    )
+    deployment_type: OpenZfsDeploymentType = Field(
+        default="SINGLE_AZ_2",
+        description="SINGLE_AZ_2 (default: NVMe read cache, one file server in the HyperPod "
+        "AZ), SINGLE_AZ_HA_2 (a standby file server in the same AZ: no outage during "
+        "maintenance or a server failure, twice the cost), SINGLE_AZ_1 or SINGLE_AZ_HA_1 (first "
+        "generation, from 64 MB/s). MULTI_AZ_1 needs subnets in two AZs and is refused.",
+    )
+    storage_capacity_gib: Annotated[
+        int,
+        Field(ge=facts.OPENZFS_MIN_CAPACITY_GIB, le=facts.OPENZFS_MAX_CAPACITY_GIB),
+        WHOLE_NUMBER,
+    ] = Field(default=1024, description="SSD capacity, 64 to 524288 GiB (it can grow later).")
+    throughput_mbps: Annotated[int, Field(ge=1), WHOLE_NUMBER] | None = Field(
+        default=None,
+        description="MB/s of the file server: 160, 320, 640, 1280, 2560, 3840, 5120, 7680 or "
+        "10240 for the *_2 types; 64, 128, 256, 512, 1024, 2048, 3072 or 4096 for the *_1 types; "
+        "null: the smallest the deployment type allows.",
+    )
+    compression: Literal["LZ4", "ZSTD", "NONE"] = Field(
+        default="LZ4", description="Compression of the root volume."
+    )
+    backup_retention_days: Annotated[
+        int, Field(ge=0, le=facts.FSX_MAX_BACKUP_RETENTION_DAYS), WHOLE_NUMBER
+    ] = Field(
+        default=7,
+        description="Daily automatic backups (05:00 UTC), kept this many days; 0: none. The "
+        "homes have no other copy (no data repository in S3).",
+    )
+    kms_key_arn: KmsKeyArn | None = Field(
+        default=None, description="Customer managed key; else an app-made key."
+    )
+    removal_policy: Literal["retain", "destroy"] = Field(
+        default="retain", description="destroy also needs the context flag destroy_data=true."
+    )
+    nfs_client_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="Who may mount the file system read-write with root not squashed: left "
+        "empty, the HyperPod subnets' CIDRs (compute_cidr, additional_compute_cidrs); required "
+        "with network.vpc_id (an adopted VPC): the CIDRs of its HyperPod subnets.",
+    )
+
+    @field_validator("mount_path")
+    @classmethod
+    def _mountable_path(cls, value: str) -> str:
+        if is_system_directory(value):
+            raise ValueError(
+                f"{value!r} is a system directory; mount the file system elsewhere, e.g. /home"
+            )
+        # HyperPod's ClusterFsxOpenZfsConfig.MountPath (AWS::SageMaker::Cluster schema): no
+        # trailing '/'
+        if value.endswith("/"):
+            raise ValueError(f"{value!r} ends in '/'; write {value.rstrip('/')}")
+        return value
+
+    @field_validator("nfs_client_cidrs")
+    @classmethod
+    def _cluster_clients(cls, value: list[ipaddress.IPv4Network]) -> list[ipaddress.IPv4Network]:
+        if any(block.prefixlen == 0 for block in value):
+            raise ValueError(
+                "0.0.0.0/0 would let any host mount the homes as root; list the HyperPod "
+                "subnets' CIDRs"
+            )
+        if len(value) > facts.OPENZFS_MAX_NFS_CLIENTS:
+            raise ValueError(
+                f"{len(value)} entries; an NFS export takes at most {facts.OPENZFS_MAX_NFS_CLIENTS}"
+            )
+        _unique([str(block) for block in value], "CIDR blocks")
+        return value
+
+    @property
+    def adopted(self) -> bool:
+        """True for an existing file system (``file_system_id``)."""
+        return self.file_system_id is not None
+
+    @property
+    def effective_throughput_mbps(self) -> int:
+        """``throughput_mbps``, or the smallest throughput of the deployment type."""
+        return self.throughput_mbps or facts.OPENZFS_THROUGHPUTS[self.deployment_type][0]
+
+
 class StorageConfig(StrictModel):
     """Shared storage of the environment."""
 
     fsx: FsxConfig = Field(default_factory=FsxConfig)
+    openzfs: OpenZfsConfig | None = Field(
+        default=None,
+        description="slurm only: the users' home directories on FSx for OpenZFS, mounted by "
+        "HyperPod (FsxOpenZfsConfig); null: none (the homes are under the Lustre mount).",
+    )
 
 
 # -- cross-key rules --------------------------------------------------------------------------
@@ -192,19 +322,37 @@ class StorageConfig(StrictModel):
 def check_storage(cfg: EnvironmentConfig, out: IssueSink) -> None:
     """Cross-key problems (errors and warnings) of ``storage`` into ``out``."""
     _check_fsx(cfg.storage.fsx, cfg, out)
+    if cfg.storage.openzfs is not None:
+        _check_openzfs(cfg.storage.openzfs, cfg, out)
     _check_homes_not_exported(cfg, out)
 
 
-# Where the users' homes are inside the file system when they are on it (lifecycle users.sh:
-# <mount_path>/home/<name>), with their SSH private keys (~/.ssh/id_ed25519).
+# Where the users' homes are inside the Lustre file system when they are on it (lifecycle
+# users.sh: <mount_path>/home/<name>), with their SSH private keys (~/.ssh/id_ed25519).
 HOMES_IN_FILE_SYSTEM = "/home"
+
+
+def shared_homes_directory(cfg: EnvironmentConfig) -> str | None:
+    """The directory on the Slurm nodes that holds the users' home directories when they are on
+    shared storage (``cluster.node_setup.home_on_shared_storage``): the FSx for OpenZFS mount
+    (``storage.openzfs.mount_path``) when there is one, else ``<storage.fsx.mount_path>/home``;
+    None when they are on each node's local ``/home`` (no shared file system, or EKS)."""
+    setup = cfg.cluster.node_setup
+    if not (cfg.is_slurm and setup.home_on_shared_storage):
+        return None
+    if cfg.storage.openzfs is not None:
+        return cfg.storage.openzfs.mount_path
+    if cfg.storage.fsx.enabled:
+        return cfg.storage.fsx.mount_path.rstrip("/") + HOMES_IN_FILE_SYSTEM
+    return None
 
 
 def _check_homes_not_exported(cfg: EnvironmentConfig, out: IssueSink) -> None:
     """An association that exports the homes (at /, /home or inside it) copies every user's SSH
-    private key to S3."""
+    private key to S3. Homes on FSx for OpenZFS are not in the Lustre file system."""
     fsx, setup = cfg.storage.fsx, cfg.cluster.node_setup
-    if not (cfg.is_slurm and fsx.enabled and setup.users_file and setup.home_on_shared_storage):
+    homes = shared_homes_directory(cfg)
+    if not (fsx.enabled and setup.users_file and homes) or cfg.storage.openzfs is not None:
         return
     for i, dra in enumerate(fsx.data_repository_associations):
         path = dra.file_system_path
@@ -218,6 +366,97 @@ def _check_homes_not_exported(cfg: EnvironmentConfig, out: IssueSink) -> None:
             f"({fsx.mount_path.rstrip('/')}{HOMES_IN_FILE_SYSTEM}/<name>) with their SSH private "
             "keys: S3 would get a copy of every key; export a path outside /home, or set "
             "cluster.node_setup.home_on_shared_storage: false",
+        )
+
+
+def _check_openzfs(zfs: OpenZfsConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    base = "storage.openzfs"
+    if not cfg.is_slurm:
+        out.error(
+            base,
+            "applies only with orchestrator: slurm (HyperPod mounts FSx for OpenZFS, "
+            "FsxOpenZfsConfig, on Slurm nodes only); set orchestrator: slurm to use it, or remove it",
+        )
+        return
+    if zfs.adopted:
+        if zfs.dns_name is None:
+            out.error(
+                f"{base}.dns_name",
+                "is required with storage.openzfs.file_system_id (an adopted file system)",
+            )
+        for key in _OPENZFS_CREATION_KEYS:
+            if zfs.is_set(key):
+                out.error(
+                    f"{base}.{key}",
+                    "applies only to a file system the app creates, not an adopted one",
+                )
+        assert zfs.file_system_id is not None
+        if zfs.dns_name and not zfs.dns_name.startswith(zfs.file_system_id + "."):
+            out.error(
+                f"{base}.dns_name", f"{zfs.dns_name!r} is not the DNS name of {zfs.file_system_id}"
+            )
+        if zfs.dns_name and f".fsx.{cfg.region}." not in zfs.dns_name:
+            out.error(f"{base}.dns_name", f"{zfs.dns_name!r} is not in region {cfg.region}")
+    else:
+        if zfs.dns_name is not None:
+            out.error(
+                f"{base}.dns_name",
+                "applies only with storage.openzfs.file_system_id (an adopted file system)",
+            )
+        _check_new_openzfs(zfs, cfg, out)
+    _check_openzfs_mount_path(zfs, cfg, out)
+
+
+def _check_new_openzfs(zfs: OpenZfsConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    base = "storage.openzfs"
+    allowed = facts.OPENZFS_THROUGHPUTS[zfs.deployment_type]
+    if zfs.throughput_mbps is not None and zfs.throughput_mbps not in allowed:
+        out.error(
+            f"{base}.throughput_mbps",
+            f"{zfs.throughput_mbps} is not valid for {zfs.deployment_type}; use one of "
+            f"{', '.join(map(str, allowed))}",
+        )
+    if zfs.kms_key_arn:
+        check_kms_key_region(zfs.kms_key_arn, f"{base}.kms_key_arn", cfg, out)
+    net = cfg.network
+    if net.vpc_id is not None and not zfs.nfs_client_cidrs:
+        out.error(
+            f"{base}.nfs_client_cidrs",
+            "is required with network.vpc_id (an adopted VPC, whose subnet CIDRs the app does "
+            "not know): list the CIDRs of the HyperPod subnets (network.compute_subnet_id and "
+            "additional_compute_subnet_ids), which may mount the homes as root",
+        )
+    if net.vpc_id is None and zfs.nfs_client_cidrs:
+        for block in [net.compute_cidr, *net.additional_compute_cidrs.values()]:
+            if not any(block.subnet_of(client) for client in zfs.nfs_client_cidrs):
+                out.error(
+                    f"{base}.nfs_client_cidrs",
+                    f"does not cover the HyperPod subnet {block}: its nodes could not mount the "
+                    "homes; add it, or leave nfs_client_cidrs out (the HyperPod subnets)",
+                )
+
+
+def _check_openzfs_mount_path(zfs: OpenZfsConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """Two file systems mounted at one path (or one inside the other) hide each other's files,
+    whichever HyperPod mounts last; homes kept local on nodes whose /home is the shared mount
+    would be made on it by every node at once."""
+    fsx, setup = cfg.storage.fsx, cfg.cluster.node_setup
+    path = "storage.openzfs.mount_path"
+    if fsx.enabled and (
+        _is_parent(zfs.mount_path, fsx.mount_path) or _is_parent(fsx.mount_path, zfs.mount_path)
+    ):
+        out.error(
+            path,
+            f"{zfs.mount_path!r} overlaps storage.fsx.mount_path ({fsx.mount_path!r}): one file "
+            "system would hide the other; mount them apart, e.g. /home and /fsx",
+        )
+    explicitly_local = setup.is_set("home_on_shared_storage") and not setup.home_on_shared_storage
+    if explicitly_local and zfs.mount_path == "/home":
+        out.error(
+            "cluster.node_setup.home_on_shared_storage",
+            "false keeps the homes in each node's /home, where storage.openzfs mounts the shared "
+            "file system: every node would make them there; set it to true (the controller makes "
+            "them, once), or mount storage.openzfs elsewhere",
         )
 
 

@@ -305,6 +305,41 @@ class ExecutionRole(Construct):
         self.volume_keys_policy = policy
         return policy
 
+    def grant_image_pull(self, repository_arns: Sequence[str]) -> iam.ManagedPolicy | None:
+        """Let the nodes pull images from exactly these Amazon ECR repositories (the exporters'
+        images, ``cluster.node_setup.exporters``): ``ecr:BatchGetImage`` and
+        ``ecr:GetDownloadUrlForLayer`` on them, and ``ecr:GetAuthorizationToken`` for the registry
+        login, which has no resource form. The repositories may be another account's (HyperPod's
+        regional registry): its repository policy must let this account pull too. None when no
+        repository is given."""
+        arns = list(dict.fromkeys(repository_arns))
+        if not arns:
+            return None
+        policy = iam.ManagedPolicy(
+            self,
+            "ImagePull",
+            statements=[
+                iam.PolicyStatement(
+                    sid="PullImages",
+                    actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                    resources=arns,
+                ),
+                iam.PolicyStatement(
+                    sid="RegistryLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]
+                ),
+            ],
+        )
+        policy.attach_to_role(self.role)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (Service Authorization "
+            "Reference, Amazon ECR): it only issues the registry login token; the images the "
+            "nodes may pull are limited to the exporters' repositories (ecr:BatchGetImage, "
+            "ecr:GetDownloadUrlForLayer).",
+        )
+        return policy
+
     def grant_secret_read(
         self, secret_arn: str, scope: Construct | None = None
     ) -> iam.ManagedPolicy:

@@ -20,6 +20,7 @@ from hyperpod_cdk.ops import (
     adopted,
     capacity,
     deploy_target,
+    exporter_images,
     instance_groups,
     shared_cluster,
 )
@@ -91,6 +92,11 @@ def _steps(
             "health agent image",
             ("ecr",),
             lambda: shared_cluster.check_agent_image(config, clients("ecr")),
+        ),
+        Step(
+            "exporter images",
+            ("ecr",),
+            lambda: exporter_images.check_exporter_images(config, clients("ecr")),
         ),
         Step(
             "accounting database engine",
