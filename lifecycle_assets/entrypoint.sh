@@ -85,7 +85,7 @@ identify_node() {
 }
 
 # The steps of each role, in order (each a step_<name> function of steps/*.sh).
-EKS_STEPS=(fsx eks_containerd log_rotation)
+EKS_STEPS=(fsx eks_efa_lustre eks_containerd log_rotation)
 SLURM_STEPS=(fsx openzfs lustre_hold fsx_efa users directory pam_slurm_adopt ssh_keys ssh_host_policy container_runtime
   nvidia_toolkit enroot_pyxis slurm_accounting slurm_users log_rotation node_exporter dcgm_exporter
   efa_exporter)

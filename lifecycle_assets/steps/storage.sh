@@ -211,3 +211,32 @@ step_lustre_hold() {
   fi
   log "held against upgrades: $(tr '\n' ' ' <<<"$installed")"
 }
+
+# EKS nodes do not mount FSx (pods do, through the CSI driver), but the Lustre client the pods'
+# mounts use is the node's: with an EFA-enabled file system its LNet must run over EFA, which the
+# image's unit sets up (the one the Slurm fstab line orders after).
+step_eks_efa_lustre() {
+  local name="EFA for the Lustre client" nets nis devices
+  current_step "$name"
+  if ! is_on fsx.enabled || ! is_on fsx.efa; then
+    skip "$name" "the file system is not EFA-enabled"
+    return
+  fi
+  devices="$(efa_devices | wc -l)"
+  if ((devices == 0)); then
+    skip "$name" "this node has no EFA device; its pods reach FSx over TCP"
+    return
+  fi
+  step "$name"
+  if [[ -z "$(probe systemctl list-unit-files --no-legend "$EFA_LUSTRE_CLIENT_UNIT" 2>/dev/null || true)" ]]; then
+    fail "the image has no $EFA_LUSTRE_CLIENT_UNIT, which sets up the Lustre client's LNet over EFA: pods would reach the EFA-enabled file system over TCP; use a HyperPod image that has it, or storage.fsx.efa_enabled: false"
+  fi
+  if ! service_active "$EFA_LUSTRE_CLIENT_UNIT"; then
+    run systemctl enable --now "$EFA_LUSTRE_CLIENT_UNIT"
+  fi
+  nets="$(probe lnetctl net show -v --net efa 2>/dev/null || true)"
+  nis="$(grep -c -- '- nid:' <<<"$nets" || true)"
+  ((nis > 0)) || fail "LNet has no efa network after $EFA_LUSTRE_CLIENT_UNIT ran (lnetctl net show): pods would reach FSx over TCP"
+  ((nis >= devices)) || fail "only $nis of this node's $devices EFA devices carry Lustre traffic (lnetctl net show --net efa)"
+  log "the Lustre client runs over EFA: $nis NIs for $devices EFA devices"
+}

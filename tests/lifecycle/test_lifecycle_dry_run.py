@@ -62,6 +62,7 @@ COMPUTE_STEPS = [
     "done",
 ]
 EKS_STEPS = ["read settings", "identify node", "containerd data on EBS", "log rotation", "done"]
+EFA_UNIT = "configure-efa-fsx-lustre-client.service"
 SLURM_ONLY_STEPS = {
     "wait for FSx mount",
     "SSH within the cluster",
@@ -947,3 +948,32 @@ def test_homes_on_openzfs_are_made_by_the_controller_under_its_mount(fake_node) 
     result = dry.run("controller", base)
     assert result.returncode == 1
     assert "/home is not mounted" in result.output
+
+
+def test_an_eks_node_runs_the_lustre_client_over_efa(fake_node) -> None:
+    """Pods mount FSx through the CSI driver, but with the node's Lustre client: over EFA."""
+    base = fake_node("eks", {"fsx.efa": True})
+    node = base / "node"
+    for device in ("rdmap16s27", "rdmap32s27"):
+        (node / "sys/class/infiniband" / device).mkdir(parents=True)
+    (node / "run/fake-systemd/units").mkdir(parents=True)
+    (node / "run/fake-systemd/units" / EFA_UNIT).touch()
+    (node / "run/fake-lnet").write_text("net:\n    - net type: tcp\n    - net type: efa\n")
+    result = dry.run("eks", base)
+    assert result.returncode == 0, result.output
+    assert f"systemctl enable --now {EFA_UNIT}" in result.commands
+    assert "the Lustre client runs over EFA: 2 NIs for 2 EFA devices" in result.output
+    (node / "run/fake-lnet-efa-nis").write_text("1\n")
+    result = dry.run("eks", base)
+    assert result.returncode == 1
+    assert "only 1 of this node's 2 EFA devices carry Lustre traffic" in result.output
+    (node / "run/fake-systemd/units" / EFA_UNIT).unlink()
+    result = dry.run("eks", base)
+    assert result.returncode == 1
+    assert f"the image has no {EFA_UNIT}" in result.output
+
+
+def test_an_eks_node_without_efa_skips_the_lustre_client_step(dry_run: DryRunner) -> None:
+    assert (
+        dry_run("eks").skipped["EFA for the Lustre client"] == "the file system is not EFA-enabled"
+    )
