@@ -426,6 +426,11 @@ def test_nodes_may_pull_images_and_use_pod_identity_on_their_cluster(
         hyperpod(synth)["Orchestrator"]["Eks"]["ClusterArn"]
     )
     assert synth.resolve(as_list(policy["Roles"])[0]) is not None
+    # the VPC CNI sets delete-on-termination on the interfaces it attaches: in this VPC only
+    modify = statements["CniModifyInterfacesInVpc"]
+    assert modify["Action"] == "ec2:ModifyNetworkInterfaceAttribute"
+    vpc = synth.resolve(modify["Condition"]["ArnEquals"]["ec2:Vpc"])
+    assert "vpc/" in str(vpc)
 
 
 # -- add-ons after the nodes -----------------------------------------------------------------

@@ -92,6 +92,7 @@ class ExecutionRole(Construct):
                 "ec2:Vpc": stack.format_arn(service="ec2", resource="vpc", resource_name=vpc.vpc_id)
             }
         }
+        self._vpc_id = vpc.vpc_id
         policy = iam.ManagedPolicy(self, "NodePolicy")
         policy.add_statements(
             iam.PolicyStatement(
@@ -414,6 +415,21 @@ class ExecutionRole(Construct):
                     sid="CniTagInterfaces",
                     actions=["ec2:CreateTags"],
                     resources=[arn("network-interface")],
+                ),
+                # the CNI sets delete-on-termination on the secondary interfaces it attaches
+                # (without it, pods per node stay within the first interface's addresses); its
+                # detach is the node policy's DetachNodeInterfacesInVpc; both in this VPC only
+                iam.PolicyStatement(
+                    sid="CniModifyInterfacesInVpc",
+                    actions=["ec2:ModifyNetworkInterfaceAttribute"],
+                    resources=[arn("network-interface"), arn("instance")],
+                    conditions={
+                        "ArnEquals": {
+                            "ec2:Vpc": stack.format_arn(
+                                service="ec2", resource="vpc", resource_name=self._vpc_id
+                            )
+                        }
+                    },
                 ),
                 iam.PolicyStatement(
                     sid="PullImages",
