@@ -423,8 +423,20 @@ class LifecycleStack(EnvironmentStack):
         image_pull = self.execution_role.grant_image_pull(
             [arn for image in exporter_images(config) if (arn := image.repository_arn())]
         )
+        # a rolling update reads the groups' rollback alarms
+        alarms = self.execution_role.grant_describe_alarms(
+            [
+                name
+                for g in cluster_cfg.instance_groups
+                for update in (g.scheduled_update, g.auto_patch)
+                if update is not None
+                for name in update.rollback_alarms
+            ]
+        )
         for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
+            if alarms is not None:
+                alarms.attach_to_role(role)
             if volume_keys is not None:
                 volume_keys.attach_to_role(role)
             if image_pull is not None:

@@ -341,6 +341,36 @@ class ExecutionRole(Construct):
         )
         return policy
 
+    def grant_describe_alarms(self, alarm_names: Sequence[str]) -> iam.ManagedPolicy | None:
+        """Let HyperPod read the rollback alarms of the groups' rolling updates
+        (``scheduled_update`` / ``auto_patch`` ``rollback_alarms``): ``cloudwatch:DescribeAlarms``
+        on exactly those alarms of this account and region. None when no alarm is named."""
+        names = sorted(dict.fromkeys(alarm_names))
+        if not names:
+            return None
+        stack = cdk.Stack.of(self)
+        policy = iam.ManagedPolicy(
+            self,
+            "RollbackAlarms",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReadRollbackAlarms",
+                    actions=["cloudwatch:DescribeAlarms"],
+                    resources=[
+                        stack.format_arn(
+                            service="cloudwatch",
+                            resource="alarm",
+                            resource_name=name,
+                            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+                        )
+                        for name in names
+                    ],
+                )
+            ],
+        )
+        policy.attach_to_role(self.role)
+        return policy
+
     def grant_secret_read(
         self, secret_arn: str, scope: Construct | None = None
     ) -> iam.ManagedPolicy:
