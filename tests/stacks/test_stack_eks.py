@@ -612,3 +612,13 @@ def test_addons_on_a_created_cluster_own_their_objects(path: Path, synthesized) 
         for name, resource in addons(synth, kind).items():
             assert resource["Properties"]["ResolveConflicts"] == "OVERWRITE", name
             assert resource["Properties"]["PreserveOnDelete"] is False, name
+
+
+def test_cert_manager_tolerates_every_taint_of_every_effect(synthesized) -> None:
+    """HyperPod's nodes are the cluster's only nodes; their taints have any effect."""
+    cert_manager = addons(synthesized("eks-full"), "eks-addons")["cert-manager"]
+    values = json.loads(cert_manager["Properties"]["ConfigurationValues"])
+    every = [{"operator": "Exists"}]
+    assert values["tolerations"] == every
+    assert values["webhook"]["tolerations"] == every
+    assert values["cainjector"]["tolerations"] == every

@@ -43,16 +43,17 @@ FSX_CSI_PROVISIONER = "fsx.csi.aws.com"
 FSX_PERSISTENT_VOLUME = "hyperpod-fsx"
 FSX_CLAIM = "fsx-claim"
 
-# The EKS cluster has no nodes but HyperPod's, and instance groups may carry NoSchedule
-# taints (instance_groups[].taints, HyperPod's node-health taint). Without a toleration
-# cert-manager stays Pending, the add-on never becomes ACTIVE and the stack times out. The
-# keys are those AWS's HyperPod setup passes to this add-on
-# (aws/sagemaker-hyperpod-cluster-setup, cert-manager-addon-template.yaml).
-_TOLERATE_NO_SCHEDULE = [{"operator": "Exists", "effect": "NoSchedule"}]
+# The EKS cluster has no nodes but HyperPod's, and instance groups may carry taints of any
+# effect (instance_groups[].taints: NoSchedule, PreferNoSchedule, NoExecute; HyperPod's
+# node-health taints). Without a toleration cert-manager stays Pending (or is evicted), the
+# add-on never becomes ACTIVE and the stack times out. Like AWS's HyperPod setup
+# (aws/sagemaker-hyperpod-cluster-setup, cert-manager-addon-template.yaml), every taint of every
+# effect is tolerated: an `Exists` toleration without key or effect.
+_TOLERATE_EVERY_TAINT = [{"operator": "Exists"}]
 CERT_MANAGER_VALUES: dict[str, Any] = {
-    "tolerations": _TOLERATE_NO_SCHEDULE,
-    "webhook": {"tolerations": _TOLERATE_NO_SCHEDULE},
-    "cainjector": {"tolerations": _TOLERATE_NO_SCHEDULE},
+    "tolerations": _TOLERATE_EVERY_TAINT,
+    "webhook": {"tolerations": _TOLERATE_EVERY_TAINT},
+    "cainjector": {"tolerations": _TOLERATE_EVERY_TAINT},
 }
 
 
