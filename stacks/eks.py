@@ -20,7 +20,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.eks.addons import HyperPodEksAddons
+from hyperpod_cdk.eks.addons import ENVIRONMENT_TAG, HyperPodEksAddons
 from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core_dns_addon
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
 from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
@@ -215,6 +215,10 @@ class EksAddonsStack(EnvironmentStack):
             cluster=cluster.kubectl_cluster,
             file_system=file_system,
             fsx_storage_capacity_gib=config.storage.fsx.storage_capacity_gib,
+            # dynamic provisioning: new file systems beside the nodes, tagged for this environment
+            fsx_subnet_id=network.compute_subnet.subnet_id,
+            fsx_security_group_ids=[g.security_group_id for g in network.node_security_groups],
+            environment_tag=(ENVIRONMENT_TAG, config.name),
             hyperpod_cluster_arn=self.nodes_ready.string_value,
             role_path=config.iam.role_path,
             shared_cluster=eks_cfg.cluster_arn is not None,

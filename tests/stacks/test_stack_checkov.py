@@ -107,6 +107,12 @@ FLIPPED_CHOICES = {
         },
         None,
     ),
+    # the FSx CSI driver's controller role and StorageClass (dynamic provisioning)
+    "eks-fsx-dynamic": (
+        "eks-full",
+        {"eks.addons.fsx_csi_driver": {"dynamic_provisioning": True}},
+        None,
+    ),
     # all egress from the nodes (AWS's console default): the one config-dependent egress finding
     "slurm-all-egress": ("default", {"network.node_egress": "all"}, None),
     # no shipped config has FSx for OpenZFS (storage.openzfs): created, with both keys to

@@ -770,6 +770,32 @@ class EksChartValues(StrictModel):
     )
 
 
+# A Kubernetes object name (RFC 1123 subdomain, as a StorageClass name must be).
+K8S_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+
+
+class FsxCsiDriver(StrictModel):
+    """``eks.addons.fsx_csi_driver`` as a mapping: the driver, with dynamic provisioning."""
+
+    dynamic_provisioning: bool = Field(
+        default=True,
+        description="A StorageClass that creates a new PERSISTENT_2 file system per claim, in "
+        "the HyperPod subnet and the nodes' security group, retained when the claim goes.",
+    )
+    storage_class: Annotated[
+        str, _matching(K8S_NAME_PATTERN, "a Kubernetes name like fsx-sc", max_length=253)
+    ] = Field(default="fsx-sc", description="Name of that StorageClass (AWS's console: fsx-sc).")
+
+
+# true/false, or the mapping: the value's type picks the branch (tags left out of key paths)
+FsxCsiDriverOption = Annotated[
+    Annotated[bool, Tag("<switch>")] | Annotated[FsxCsiDriver, Tag("<settings>")],
+    Discriminator(
+        lambda value: "<settings>" if isinstance(value, dict | FsxCsiDriver) else "<switch>"
+    ),
+]
+
+
 class EksAddons(StrictModel):
     """eks only: optional HyperPod add-ons, installed after the HyperPod cluster has nodes."""
 
@@ -784,11 +810,22 @@ class EksAddons(StrictModel):
         default=False,
         description="HyperPod observability add-on, with an Amazon Managed Prometheus workspace.",
     )
-    fsx_csi_driver: bool | None = Field(
+    fsx_csi_driver: FsxCsiDriverOption | None = Field(
         default=None,
         description="FSx for Lustre CSI driver plus a PersistentVolume and claim for the "
-        "environment's file system; default: on when storage.fsx is enabled.",
+        "environment's file system; default: on when storage.fsx is enabled. "
+        "{dynamic_provisioning: true}: also a StorageClass (storage_class, default fsx-sc) "
+        "through which a PersistentVolumeClaim creates a new file system, with the driver's "
+        "controller role limited to file systems tagged for this environment.",
     )
+
+    @property
+    def fsx_csi_dynamic(self) -> FsxCsiDriver | None:
+        """The dynamic provisioning settings, when ``fsx_csi_driver`` asks for it."""
+        value = self.fsx_csi_driver
+        if isinstance(value, FsxCsiDriver) and value.dynamic_provisioning:
+            return value
+        return None
 
 
 class EksConfig(StrictModel):
@@ -992,7 +1029,9 @@ class EnvironmentConfig(StrictModel):
     def fsx_csi_driver_enabled(self) -> bool:
         """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system."""
         value = self.eks_settings.addons.fsx_csi_driver
-        return self.storage.fsx.enabled if value is None else value
+        if value is None:
+            return self.storage.fsx.enabled
+        return True if isinstance(value, FsxCsiDriver) else value
 
     @property
     def needs_eks_addons(self) -> bool:

@@ -796,10 +796,11 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
     if cfg.is_slurm:
         return
     addons = cfg.eks_settings.addons
-    if addons.fsx_csi_driver and not cfg.storage.fsx.enabled:
+    if addons.fsx_csi_driver is True and not cfg.storage.fsx.enabled:
         out.error(
             "eks.addons.fsx_csi_driver",
-            "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods",
+            "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods; "
+            "or ask for {dynamic_provisioning: true}, where claims create their file systems",
         )
     needs_nodes = cfg.needs_eks_addons
     if needs_nodes and not cfg.cluster.system_pod_groups():

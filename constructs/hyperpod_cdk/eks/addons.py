@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import aws_cdk as cdk
@@ -15,7 +16,7 @@ from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import EksAddons
 from hyperpod_cdk.eks.cluster import pinned_addon
-from hyperpod_cdk.nag import acknowledge, nag_account
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 
 CERT_MANAGER = "cert-manager"
@@ -41,6 +42,9 @@ HYPERPOD_LOG_GROUPS = "/aws/sagemaker/Clusters/*"
 
 FSX_CSI_PROVISIONER = "fsx.csi.aws.com"
 FSX_PERSISTENT_VOLUME = "hyperpod-fsx"
+# The tag that marks what belongs to an environment (its name as the value): the file systems
+# the FSx CSI driver creates for it carry it, and its controller role may touch only those.
+ENVIRONMENT_TAG = "hyperpod-cdk:environment"
 FSX_CLAIM = "fsx-claim"
 
 # The EKS cluster has no nodes but HyperPod's, and instance groups may carry taints of any
@@ -139,6 +143,9 @@ class HyperPodEksAddons(Construct):
         cluster: eks_v2.ICluster | eks_v2.Cluster | None = None,
         file_system: FileSystemHandle | None = None,
         fsx_storage_capacity_gib: int = 1200,
+        fsx_subnet_id: str | None = None,
+        fsx_security_group_ids: Sequence[str] = (),
+        environment_tag: tuple[str, str] = (ENVIRONMENT_TAG, "hyperpod"),
         fsx_namespace: str = "default",
         create_fsx_namespace: bool = False,
         hyperpod_cluster_arn: str | None = None,
@@ -148,15 +155,19 @@ class HyperPodEksAddons(Construct):
         shared_cluster: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        fsx_on = (
-            options.fsx_csi_driver
-            if options.fsx_csi_driver is not None
-            else file_system is not None
-        )
-        if fsx_on and file_system is None:
+        driver_option = options.fsx_csi_driver
+        dynamic = options.fsx_csi_dynamic
+        fsx_on = file_system is not None if driver_option is None else driver_option is not False
+        if driver_option is True and file_system is None:
             raise ValueError(
                 "eks.addons.fsx_csi_driver: true needs a file system for its PersistentVolume; "
                 "enable storage.fsx (or adopt one) or set eks.addons.fsx_csi_driver: false"
+            )
+        if dynamic is not None and (fsx_subnet_id is None or not fsx_security_group_ids):
+            raise ValueError(
+                "eks.addons.fsx_csi_driver.dynamic_provisioning: the StorageClass needs the "
+                "subnet and the security groups of the file systems it creates (fsx_subnet_id=, "
+                "fsx_security_group_ids=)"
             )
         if fsx_on and cluster is None:
             raise ValueError(
@@ -193,15 +204,29 @@ class HyperPodEksAddons(Construct):
             self._addon("TaskGovernance", TASK_GOVERNANCE)
         if options.observability:
             self._observability(encryption_key, task_governance=options.task_governance)
+        self.fsx_storage_class: eks_v2.KubernetesManifest | None = None
         if fsx_on:
-            assert file_system is not None and cluster is not None  # checked above
-            self._fsx(
-                cast(eks_v2.ICluster, cluster),
-                file_system,
-                capacity_gib=fsx_storage_capacity_gib,
-                namespace=fsx_namespace,
-                create_namespace=create_fsx_namespace,
-            )
+            assert cluster is not None  # checked above
+            driver = self._addon("FsxCsiDriver", FSX_CSI_DRIVER)
+            if file_system is not None:
+                self._fsx(
+                    cast(eks_v2.ICluster, cluster),
+                    driver,
+                    file_system,
+                    capacity_gib=fsx_storage_capacity_gib,
+                    namespace=fsx_namespace,
+                    create_namespace=create_fsx_namespace,
+                )
+            if dynamic is not None:
+                assert fsx_subnet_id is not None  # checked above
+                self._fsx_dynamic(
+                    cast(eks_v2.ICluster, cluster),
+                    driver,
+                    storage_class=dynamic.storage_class,
+                    subnet_id=fsx_subnet_id,
+                    security_group_ids=list(fsx_security_group_ids),
+                    tag=environment_tag,
+                )
 
     # -- public ---------------------------------------------------------------------------
 
@@ -212,8 +237,9 @@ class HyperPodEksAddons(Construct):
         are created while the cluster's nodes come up.
         """
         waiting: list[Construct] = [*self.addons.values()]
-        if self.fsx_volume is not None:
-            waiting.append(self.fsx_volume)
+        for manifest in (self.fsx_volume, self.fsx_storage_class):
+            if manifest is not None:
+                waiting.append(manifest)
         for construct in waiting:
             for dependency in dependencies:
                 construct.node.add_dependency(dependency)
@@ -426,13 +452,13 @@ class HyperPodEksAddons(Construct):
     def _fsx(
         self,
         cluster: eks_v2.ICluster,
+        driver: eks.CfnAddon,
         file_system: FileSystemHandle,
         *,
         capacity_gib: int,
         namespace: str,
         create_namespace: bool,
     ) -> None:
-        driver = self._addon("FsxCsiDriver", FSX_CSI_DRIVER)
         # static provisioning (aws-fsx-csi-driver, examples/kubernetes/static_provisioning):
         # the volume handle is the file system id, the attributes its DNS and mount names; the
         # empty storage class keeps a default StorageClass from provisioning a new file system
@@ -483,3 +509,125 @@ class HyperPodEksAddons(Construct):
         # pods that use the claim need the driver's node plugin to mount it
         volume.node.add_dependency(driver)
         self.fsx_volume = volume
+
+    def _fsx_dynamic(
+        self,
+        cluster: eks_v2.ICluster,
+        driver: eks.CfnAddon,
+        *,
+        storage_class: str,
+        subnet_id: str,
+        security_group_ids: list[str],
+        tag: tuple[str, str],
+    ) -> None:
+        """Dynamic provisioning (aws-fsx-csi-driver, examples/kubernetes/dynamic_provisioning):
+        the driver's controller creates a file system per claim with the controller role, which
+        may create, change and delete only file systems tagged for this environment (the
+        StorageClass's extraTags put the tag on at creation)."""
+        stack = cdk.Stack.of(self)
+        key, value = tag
+        file_systems = stack.format_arn(service="fsx", resource="file-system", resource_name="*")
+        role = self._pod_role(
+            "FsxCsiControllerRole",
+            "FSx CSI driver controller: file systems of this environment only (dynamic provisioning)",
+        )
+        policy = iam.ManagedPolicy(
+            self,
+            "FsxCsiControllerPolicy",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="CreateTaggedFileSystems",
+                    actions=["fsx:CreateFileSystem", "fsx:TagResource"],
+                    resources=[file_systems],
+                    conditions={"StringEquals": {f"aws:RequestTag/{key}": value}},
+                ),
+                iam.PolicyStatement(
+                    sid="ManageTaggedFileSystems",
+                    actions=["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"],
+                    resources=[file_systems],
+                    conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
+                ),
+                iam.PolicyStatement(
+                    sid="Describe",
+                    actions=[
+                        "fsx:DescribeFileSystems",
+                        "ec2:DescribeSecurityGroups",
+                        "ec2:DescribeSubnets",
+                        "ec2:DescribeVpcs",
+                    ],
+                    resources=["*"],
+                ),
+                # FSx makes its service-linked role with the first file system of an account
+                iam.PolicyStatement(
+                    sid="FsxServiceLinkedRole",
+                    actions=["iam:CreateServiceLinkedRole"],
+                    resources=[
+                        stack.format_arn(
+                            service="iam",
+                            region="",
+                            resource="role",
+                            resource_name="aws-service-role/fsx.amazonaws.com/*",
+                        )
+                    ],
+                    conditions={"StringLike": {"iam:AWSServiceName": "fsx.amazonaws.com"}},
+                ),
+            ],
+        )
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "fsx:DescribeFileSystems and ec2:Describe* have no resource-level permissions "
+            "(Service Authorization Reference); they are read-only.",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::{_nag_arn(self, 'fsx', 'file-system/*')}]",
+            "The driver creates the file systems, so their ids are unknown in advance; create, "
+            f"update and delete are limited to file systems tagged {key}={value} (aws:RequestTag "
+            "at creation, aws:ResourceTag after).",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:iam::"
+            f"{nag_account(self)}:role/aws-service-role/fsx.amazonaws.com/*]",
+            "FSx's service-linked role, made once per account with the first file system; only "
+            "for the fsx.amazonaws.com service (iam:AWSServiceName).",
+        )
+        association = self._associate(
+            "FsxCsiControllerIdentity",
+            "fsx-csi-controller",
+            "kube-system",
+            "fsx-csi-controller-sa",
+            role,
+        )
+        # the controller's pods must start with their identity
+        driver.add_dependency(association)
+        driver.node.add_dependency(policy)
+        manifest = {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": storage_class},
+            "provisioner": FSX_CSI_PROVISIONER,
+            "parameters": {
+                "subnetId": subnet_id,
+                "securityGroupIds": cdk.Fn.join(",", security_group_ids),
+                "deploymentType": "PERSISTENT_2",
+                "perUnitStorageThroughput": "250",
+                "fileSystemTypeVersion": "2.15",
+                "dataCompressionType": "LZ4",
+                "extraTags": f"{key}={value}",
+            },
+            # a deleted claim leaves its file system (and its data) in place
+            "reclaimPolicy": "Retain",
+            "volumeBindingMode": "Immediate",
+            "mountOptions": ["flock"],
+        }
+        self.fsx_storage_class = eks_v2.KubernetesManifest(
+            self,
+            "FsxStorageClass",
+            cluster=cluster,
+            manifest=[manifest],
+            overwrite=not self._shared_cluster,
+        )
+        self.fsx_storage_class.node.add_dependency(driver)
