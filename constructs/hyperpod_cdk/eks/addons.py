@@ -113,6 +113,11 @@ class HyperPodEksAddons(Construct):
     :param file_system: the Lustre file system the PersistentVolume points at.
         ``options.fsx_csi_driver`` left out (None) means: on when this is given.
     :param fsx_storage_capacity_gib: capacity written on the PersistentVolume.
+    :param fsx_subnet_id: with ``fsx_csi_driver: {dynamic_provisioning: true}``: the subnet of
+        the file systems the StorageClass creates (the HyperPod subnet).
+    :param fsx_security_group_ids: their security groups (the nodes' EFA group).
+    :param environment_tag: ``(key, value)`` the created file systems carry; the driver's
+        controller role may create, update and delete only file systems with it.
     :param fsx_namespace: namespace of the claim; it must exist unless
         ``create_fsx_namespace``.
     :param create_fsx_namespace: create ``fsx_namespace`` with the claim (it is then deleted
