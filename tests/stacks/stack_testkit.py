@@ -248,3 +248,21 @@ def scrub_template(template: dict[str, Any]) -> dict[str, Any]:
             del result[section]
     scrubbed: dict[str, Any] = _scrub(result)
     return scrubbed
+
+
+def lifecycle_asset_dirs(synth: Any) -> list[Path]:
+    """The local directories of the lifecycle upload's sources (asset.<hash>, unzipped): the
+    scripts, then the generated files (settings.json, users.json)."""
+    _, resource = synth.one("nodes", "Custom::CDKBucketDeployment")
+    keys = resource["Properties"]["SourceObjectKeys"]
+    return [synth.outdir / f"asset.{key.removesuffix('.zip')}" for key in keys]
+
+
+def uploaded_settings(synth: Any) -> Path:
+    """The settings.json the lifecycle upload puts beside the scripts."""
+    from hyperpod_cdk.cluster.lifecycle import SETTINGS_FILE
+
+    (settings,) = [
+        d / SETTINGS_FILE for d in lifecycle_asset_dirs(synth) if (d / SETTINGS_FILE).is_file()
+    ]
+    return settings

@@ -7,9 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stack_testkit import ref
-
-from hyperpod_cdk.cluster.lifecycle import SETTINGS_FILE
+from stack_testkit import ref, uploaded_settings
 
 BIND = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hyperpod/ldap-bind-AbCdEf"
 CA = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hyperpod/ldap-ca-AbCdEf"
@@ -98,10 +96,7 @@ def test_a_configured_execution_role_gets_the_same_read(build_variant) -> None:
 
 def test_the_uploaded_settings_name_the_secrets_never_their_values(build_variant) -> None:
     synth = build_variant(WITH_DIRECTORY, base="minimal", nag=False)
-    _, deployment = synth.one("nodes", "Custom::CDKBucketDeployment")
-    keys = deployment["Properties"]["SourceObjectKeys"]
-    dirs = [synth.outdir / f"asset.{key.removesuffix('.zip')}" for key in keys]
-    (settings,) = [d / SETTINGS_FILE for d in dirs if (d / SETTINGS_FILE).is_file()]
+    settings = uploaded_settings(synth)
     directory = json.loads(settings.read_text())["node_setup"]["directory"]
     assert directory["bind_password_secret_arn"] == BIND
     assert directory["ca_certificate_secret_arn"] == CA

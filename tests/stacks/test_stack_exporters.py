@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stack_testkit import ref
-
-from hyperpod_cdk.cluster.lifecycle import SETTINGS_FILE
+from stack_testkit import ref, uploaded_settings
 
 ROLE_ID = "ExecutionRoleCDF74862"
 HYPERPOD = "602401143452.dkr.ecr.us-west-2.amazonaws.com"
@@ -112,10 +110,7 @@ def test_a_configured_execution_role_gets_the_same_pull(build_variant) -> None:
 
 def test_the_uploaded_settings_name_the_images_literally(build_variant) -> None:
     synth = build_variant(BOTH, base="minimal", nag=False)
-    _, deployment = synth.one("nodes", "Custom::CDKBucketDeployment")
-    keys = deployment["Properties"]["SourceObjectKeys"]
-    dirs = [synth.outdir / f"asset.{key.removesuffix('.zip')}" for key in keys]
-    (settings,) = [d / SETTINGS_FILE for d in dirs if (d / SETTINGS_FILE).is_file()]
+    settings = uploaded_settings(synth)
     exporters = json.loads(settings.read_text())["node_setup"]["exporters"]
     assert exporters["node_image"] == f"{HYPERPOD}/hyperpod/node_exporter:v1.9.1"
     assert exporters["dcgm_image"] == f"{HYPERPOD}/hyperpod/dcgm_exporter:4.1.1-4.0.4-ubi9"

@@ -15,6 +15,7 @@ from stack_testkit import (
     config_data,
     config_path,
     joined_text,
+    lifecycle_asset_dirs,
     ref,
     with_changes,
 )
@@ -43,12 +44,6 @@ def deployment(synth) -> dict[str, Any]:
 
 def groups(synth) -> list[dict[str, Any]]:
     return synth.template("cluster")["Resources"]["HyperPodCluster"]["Properties"]["InstanceGroups"]
-
-
-def asset_dirs(synth) -> list[Path]:
-    """The local directories of the deployment's sources (asset.<hash>, unzipped)."""
-    keys = deployment(synth)["SourceObjectKeys"]
-    return [synth.outdir / f"asset.{key.removesuffix('.zip')}" for key in keys]
 
 
 def without_nulls(value: Any) -> Any:
@@ -148,13 +143,13 @@ def test_cluster_waits_for_the_upload(shipped) -> None:
 
 def test_uploaded_scripts_hold_the_entry_script_and_no_legacy_slurm_file(shipped) -> None:
     # provisioning_parameters.json under SourceS3Uri makes API-driven Slurm updates fail
-    scripts = asset_dirs(shipped)[0]
+    scripts = lifecycle_asset_dirs(shipped)[0]
     assert (scripts / LIFECYCLE_ENTRY_SCRIPT).is_file()
     assert not list(scripts.rglob("provisioning_parameters.json"))
 
 
 def test_uploaded_settings_json_is_the_node_settings_of_the_config(shipped) -> None:
-    settings = asset_dirs(shipped)[1] / SETTINGS_FILE
+    settings = lifecycle_asset_dirs(shipped)[1] / SETTINGS_FILE
     # exactly what is hashed into the prefix: no key is dropped on the way to S3
     assert json.loads(settings.read_text()) == node_settings(shipped.config)
     assert node_settings(shipped.config) == without_nulls(node_settings(shipped.config))
@@ -266,7 +261,7 @@ def test_node_setup_switches_reach_the_settings(build_variant) -> None:
     node_setup = node_settings(synth.config)["node_setup"]
     assert node_setup["exporters"]["dcgm"] is True
     assert node_setup["log_rotation"] is False
-    settings = asset_dirs(synth)[1] / SETTINGS_FILE
+    settings = lifecycle_asset_dirs(synth)[1] / SETTINGS_FILE
     assert json.loads(settings.read_text())["node_setup"] == node_setup
 
 
@@ -397,7 +392,9 @@ def test_users_file_is_uploaded_with_the_scripts(build_variant, tmp_path: Path) 
         project_root=tmp_path,
         nag=False,
     )
-    uploaded = [d / "users.json" for d in asset_dirs(synth) if (d / "users.json").exists()]
+    uploaded = [
+        d / "users.json" for d in lifecycle_asset_dirs(synth) if (d / "users.json").exists()
+    ]
     assert len(uploaded) == 1
     assert "alice" in uploaded[0].read_text()
 
