@@ -3,7 +3,9 @@
 #
 # Run by the lifecycle step "verify EFA transport to FSx" and, installed with a small unit
 # (hyperpod-fsx-efa-check.service), again at every boot: lifecycle scripts never run at reboot.
-# MODE warn: print the problem, exit 0; fail: print it, exit 1.
+# MODE warn: print the problem, exit 0; fail: print it, exit 1. MOUNT_PATH "-": the node mounts
+# nothing itself (EKS: pods mount through the CSI driver with the node's client), so only the
+# LNet checks run, not the I/O probe.
 #
 # The checks (FSx for Lustre guide, "Using EFA-enabled file systems"; AWS's mount_fsx.sh
 # verify_efa_transport): LNet has an `efa` network; it has one NI per EFA device of the node; and
@@ -46,6 +48,10 @@ if ((nis == 0)); then
 fi
 if ((nis < devices)); then
   problem "only $nis of this node's $devices EFA devices carry Lustre traffic (lnetctl net show --net efa): FSx throughput is capped"
+fi
+if [[ "$mount_path" == - ]]; then
+  echo "the Lustre client runs over EFA: $nis NIs for $devices EFA devices"
+  exit 0
 fi
 probe_file="$mount_path/.hyperpod-efa-probe-$(hostname)-$$"
 if ! dd if=/dev/zero of="$R$probe_file" bs=1M count="$PROBE_MIB" oflag=direct conv=fsync status=none; then

@@ -113,11 +113,31 @@ efa_devices() {
   return 0
 }
 
+# efa_check MOUNT_PATH MODE [SUFFIX]: lib/fsx_efa_check.sh (the check the boot unit repeats), its
+# lines in this log; its failure fails the step (SUFFIX added). In the dry run the fake node's
+# simulators answer its lnetctl and dd.
+efa_check() {
+  local out rc=0 line path="$PATH"
+  [[ "$DRY_RUN" == 1 ]] && path="$DRY_RUN_SIMULATORS:$PATH"
+  out="$(PATH="$path" bash "$LIB_DIR/fsx_efa_check.sh" "$1" "$2")" || rc=$?
+  while IFS= read -r line; do
+    case "$line" in
+      FAILED:*) ;;
+      WARNING:*) warn "${line#WARNING: }" ;;
+      ?*) log "$line" ;;
+    esac
+  done <<<"$out"
+  if ((rc != 0)); then
+    line="$(grep -m1 '^FAILED: ' <<<"$out" || true)"
+    fail "${line#FAILED: }${3-}"
+  fi
+}
+
 # The unit that repeats the EFA check at every boot (lifecycle scripts never run at reboot).
 EFA_CHECK_UNIT=hyperpod-fsx-efa-check.service
 
 step_fsx_efa() {
-  local name="verify EFA transport to FSx" mode path out rc=0 line changed=0
+  local name="verify EFA transport to FSx" mode path changed=0
   current_step "$name"
   mode="$(setting node_setup.fsx_efa_check fail)"
   if ! is_on fsx.enabled || ! is_on fsx.efa; then
@@ -134,24 +154,7 @@ step_fsx_efa() {
   fi
   step "$name"
   path="$(setting fsx.mount_path /fsx)"
-  # lib/fsx_efa_check.sh is the check the boot unit repeats; in the dry run the fake node's
-  # simulators answer its lnetctl and dd
-  if [[ "$DRY_RUN" == 1 ]]; then
-    out="$(PATH="$DRY_RUN_SIMULATORS:$PATH" bash "$LIB_DIR/fsx_efa_check.sh" "$path" "$mode")" || rc=$?
-  else
-    out="$(bash "$LIB_DIR/fsx_efa_check.sh" "$path" "$mode")" || rc=$?
-  fi
-  while IFS= read -r line; do
-    case "$line" in
-      FAILED:*) ;;
-      WARNING:*) warn "${line#WARNING: }" ;;
-      ?*) log "$line" ;;
-    esac
-  done <<<"$out"
-  if ((rc != 0)); then
-    line="$(grep -m1 '^FAILED: ' <<<"$out" || true)"
-    fail "${line#FAILED: }${line:+ }(node_setup.fsx_efa_check: $mode)"
-  fi
+  efa_check "$path" "$mode" " (node_setup.fsx_efa_check: $mode)"
   mkdir -p "$R$INSTALL_DIR"
   if ! cmp -s "$LIB_DIR/fsx_efa_check.sh" "$R$INSTALL_DIR/fsx_efa_check.sh"; then
     cp "$LIB_DIR/fsx_efa_check.sh" "$R$INSTALL_DIR/fsx_efa_check.sh" \
@@ -216,14 +219,13 @@ step_lustre_hold() {
 # mounts use is the node's: with an EFA-enabled file system its LNet must run over EFA, which the
 # image's unit sets up (the one the Slurm fstab line orders after).
 step_eks_efa_lustre() {
-  local name="EFA for the Lustre client" nets nis devices
+  local name="EFA for the Lustre client"
   current_step "$name"
   if ! is_on fsx.enabled || ! is_on fsx.efa; then
     skip "$name" "the file system is not EFA-enabled"
     return
   fi
-  devices="$(efa_devices | wc -l)"
-  if ((devices == 0)); then
+  if [[ -z "$(efa_devices)" ]]; then
     skip "$name" "this node has no EFA device; its pods reach FSx over TCP"
     return
   fi
@@ -234,9 +236,6 @@ step_eks_efa_lustre() {
   if ! service_active "$EFA_LUSTRE_CLIENT_UNIT"; then
     run systemctl enable --now "$EFA_LUSTRE_CLIENT_UNIT"
   fi
-  nets="$(probe lnetctl net show -v --net efa 2>/dev/null || true)"
-  nis="$(grep -c -- '- nid:' <<<"$nets" || true)"
-  ((nis > 0)) || fail "LNet has no efa network after $EFA_LUSTRE_CLIENT_UNIT ran (lnetctl net show): pods would reach FSx over TCP"
-  ((nis >= devices)) || fail "only $nis of this node's $devices EFA devices carry Lustre traffic (lnetctl net show --net efa)"
-  log "the Lustre client runs over EFA: $nis NIs for $devices EFA devices"
+  # the same LNet checks as on Slurm nodes; no I/O probe (the node mounts nothing)
+  efa_check - fail
 }
