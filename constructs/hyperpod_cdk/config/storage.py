@@ -10,7 +10,8 @@ sections.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING, Annotated, Literal, get_args
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, field_validator
 
@@ -319,6 +320,34 @@ class StorageConfig(StrictModel):
 # -- cross-key rules --------------------------------------------------------------------------
 
 
+def _check_adopted(
+    section: Any,
+    base: str,
+    required: Sequence[str],
+    creation_keys: Sequence[str],
+    region: str,
+    out: IssueSink,
+) -> None:
+    """An adopted file system (``section.file_system_id`` set) of ``base``: its names are
+    given, nothing of a file system the app creates is, and its DNS name is the file system's
+    own, in the config's region."""
+    for key in required:
+        if getattr(section, key) is None:
+            out.error(
+                f"{base}.{key}", f"is required with {base}.file_system_id (an adopted file system)"
+            )
+    for key in creation_keys:
+        if section.is_set(key):
+            out.error(
+                f"{base}.{key}", "applies only to a file system the app creates, not an adopted one"
+            )
+    dns_name, file_system_id = section.dns_name, section.file_system_id
+    if dns_name and not dns_name.startswith(file_system_id + "."):
+        out.error(f"{base}.dns_name", f"{dns_name!r} is not the DNS name of {file_system_id}")
+    if dns_name and f".fsx.{region}." not in dns_name:
+        out.error(f"{base}.dns_name", f"{dns_name!r} is not in region {region}")
+
+
 def check_storage(cfg: EnvironmentConfig, out: IssueSink) -> None:
     """Cross-key problems (errors and warnings) of ``storage`` into ``out``."""
     _check_fsx(cfg.storage.fsx, cfg, out)
@@ -379,24 +408,7 @@ def _check_openzfs(zfs: OpenZfsConfig, cfg: EnvironmentConfig, out: IssueSink) -
         )
         return
     if zfs.adopted:
-        if zfs.dns_name is None:
-            out.error(
-                f"{base}.dns_name",
-                "is required with storage.openzfs.file_system_id (an adopted file system)",
-            )
-        for key in _OPENZFS_CREATION_KEYS:
-            if zfs.is_set(key):
-                out.error(
-                    f"{base}.{key}",
-                    "applies only to a file system the app creates, not an adopted one",
-                )
-        assert zfs.file_system_id is not None
-        if zfs.dns_name and not zfs.dns_name.startswith(zfs.file_system_id + "."):
-            out.error(
-                f"{base}.dns_name", f"{zfs.dns_name!r} is not the DNS name of {zfs.file_system_id}"
-            )
-        if zfs.dns_name and f".fsx.{cfg.region}." not in zfs.dns_name:
-            out.error(f"{base}.dns_name", f"{zfs.dns_name!r} is not in region {cfg.region}")
+        _check_adopted(zfs, base, ("dns_name",), _OPENZFS_CREATION_KEYS, cfg.region, out)
     else:
         if zfs.dns_name is not None:
             out.error(
@@ -481,24 +493,7 @@ def _check_fsx(fsx: FsxConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
                 )
         return
     if fsx.file_system_id is not None:
-        for key in ("dns_name", "mount_name"):
-            if getattr(fsx, key) is None:
-                out.error(
-                    f"{base}.{key}",
-                    "is required with storage.fsx.file_system_id (an adopted file system)",
-                )
-        for key in creation_keys:
-            if fsx.is_set(key):
-                out.error(
-                    f"{base}.{key}",
-                    "applies only to a file system the app creates, not an adopted one",
-                )
-        if fsx.dns_name and not fsx.dns_name.startswith(fsx.file_system_id + "."):
-            out.error(
-                f"{base}.dns_name", f"{fsx.dns_name!r} is not the DNS name of {fsx.file_system_id}"
-            )
-        if fsx.dns_name and f".fsx.{cfg.region}." not in fsx.dns_name:
-            out.error(f"{base}.dns_name", f"{fsx.dns_name!r} is not in region {cfg.region}")
+        _check_adopted(fsx, base, ("dns_name", "mount_name"), creation_keys, cfg.region, out)
     else:
         for key in ("dns_name", "mount_name"):
             if getattr(fsx, key) is not None:
