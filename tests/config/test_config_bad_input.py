@@ -358,6 +358,7 @@ EKS_ADOPTED = {
             "nvidia_device_plugin",
             "neuron_device_plugin",
             "efa_device_plugin",
+            "scientist_rbac",
         ),
         True,
     ),

@@ -47,6 +47,7 @@ EKS_ADOPTED = {
         "nvidia_device_plugin": True,
         "neuron_device_plugin": False,
         "efa_device_plugin": True,
+        "scientist_rbac": True,
     },
     "eks.addons.fsx_csi_driver": True,
 }
@@ -863,6 +864,7 @@ EKS_REJECTED = [
                     "mpi_operator",
                     "nvidia_device_plugin",
                     "efa_device_plugin",
+                    "scientist_rbac",
                 ),
                 True,
             ),

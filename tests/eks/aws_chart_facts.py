@@ -183,6 +183,33 @@ RBAC: dict[str, list[tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]] 
         (("kubeflow.org",), _TRAINING, ("get", "list", "watch")),
         (("kubeflow.org",), tuple(f"{p}/status" for p in _TRAINING), ("get",)),
     ],
+    # charts/cluster-role-and-bindings (a ClusterRole)
+    "hyperpod-scientist-user-cluster-role": [
+        (("",), ("pods",), ("list",)),
+        (("",), ("nodes",), ("list",)),
+    ],
+    # charts/namespaced-role-and-bindings (a Role in namespace kubeflow)
+    "hyperpod-scientist-user-namespace-level-role": [
+        (("",), ("pods",), ("create", "get")),
+        (("",), ("nodes",), ("get", "list")),
+        (("",), ("pods/log",), ("get", "list")),
+        (("",), ("pods/exec",), ("get", "create")),
+        (("kubeflow.org",), ("pytorchjobs", "pytorchjobs/status"),
+         ("get", "list", "create", "delete", "update", "describe")),
+        (("",), ("configmaps",), ("create", "update", "get", "delete", "list")),
+        (("",), ("secrets",), ("create", "get", "list", "delete")),
+    ],
+}  # fmt: skip
+
+# The subjects AWS's scientist roles are bound to (group names AWS's docs and the hyp CLI use):
+# role -> (binding kind, binding name, namespace or None, group).
+SCIENTIST_BINDINGS = {
+    "hyperpod-scientist-user-cluster-role": (
+        "ClusterRoleBinding", "hyperpod-scientist-user-cluster-role-binding", None,
+        "hyperpod-scientist-user-cluster-role-cluster-level"),
+    "hyperpod-scientist-user-namespace-level-role": (
+        "RoleBinding", "hyperpod-scientist-user-namespace-level-role-binding", "kubeflow",
+        "hyperpod-scientist-user-namespace-level-role-kubeflow-level"),
 }  # fmt: skip
 
 _MPI_V1 = "MPIJob v1 is served by the MPI operator (v2beta1), not the training operator"
@@ -192,6 +219,11 @@ _NO_DELETECOLLECTION = (
 
 # (role, apiGroup, resource, verb) that AWS's chart grants and this project does not, with why.
 RBAC_NOT_GRANTED: dict[tuple[str, str, str, str], str] = {
+    **{("hyperpod-scientist-user-namespace-level-role", "kubeflow.org", r, "describe"):
+       "not a Kubernetes verb (RBAC ignores it)" for r in ("pytorchjobs", "pytorchjobs/status")},
+    **{("hyperpod-scientist-user-namespace-level-role", "", "nodes", v): "nodes are "
+       "cluster-scoped: a namespaced Role cannot grant them (the cluster-level role lists them)"
+       for v in ("get", "list")},
     **{("job-auto-restart", "kubeflow.org", r, "describe"):
        "not a Kubernetes verb (RBAC ignores it)" for r in ("pytorchjobs", "pytorchjobs/status")},
     **{("training-operator", "kubeflow.org", f"mpijobs{s}", v): _MPI_V1

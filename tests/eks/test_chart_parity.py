@@ -89,13 +89,30 @@ def _triples(rules: list[Any]) -> set[tuple[str, str, str]]:
     return out
 
 
+def _role(objects, name: str) -> dict[str, Any]:
+    return objects.get(("ClusterRole", name)) or objects[("Role", name)]
+
+
 @pytest.mark.parametrize("role", sorted(aws.RBAC))
 def test_rbac_matches_aws_but_for_the_named_differences(objects, role: str) -> None:
-    ours = _triples(objects[("ClusterRole", role)]["rules"])
+    ours = _triples(_role(objects, role)["rules"])
     theirs = _triples(aws.RBAC[role])
     not_granted = {(g, r, v) for (name, g, r, v) in aws.RBAC_NOT_GRANTED if name == role}
     assert theirs - ours == not_granted, "AWS grants it and the table does not say why we do not"
     assert ours - theirs == set(), "broader than AWS's chart"
+
+
+@pytest.mark.parametrize("role", sorted(aws.SCIENTIST_BINDINGS))
+def test_scientist_roles_are_bound_to_the_groups_aws_names(objects, role: str) -> None:
+    kind, name, namespace, group = aws.SCIENTIST_BINDINGS[role]
+    binding = objects[(kind, name)]
+    assert binding["metadata"].get("namespace") == namespace
+    assert _role(objects, role)["metadata"].get("namespace") == namespace
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io",
+                                  "kind": kind.removesuffix("Binding"), "name": role}  # fmt: skip
+    assert binding["subjects"] == [
+        {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": group}
+    ]
 
 
 def test_patching_is_no_broader_than_aws(objects) -> None:

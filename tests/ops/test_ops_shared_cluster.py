@@ -38,7 +38,7 @@ from hyperpod_cdk.ops.k8s import (
 )
 
 NAME = "shared-platform"
-ALL_ON = dict.fromkeys(("health_monitoring_agent", "deep_health_check", "job_auto_restart", "patching", "training_operator", "mpi_operator", "nvidia_device_plugin", "neuron_device_plugin", "efa_device_plugin"), True)  # fmt: skip
+ALL_ON = dict.fromkeys(("health_monitoring_agent", "deep_health_check", "job_auto_restart", "patching", "training_operator", "mpi_operator", "nvidia_device_plugin", "neuron_device_plugin", "efa_device_plugin", "scientist_rbac"), True)  # fmt: skip
 
 
 def adopted(**dependencies: bool) -> Any:
@@ -52,6 +52,7 @@ class FakeApi:
         self.denied, self.down = denied, down
         self.objects: dict[str, list[dict[str, Any]]] = {}
         self.crds: dict[str, dict[str, Any]] = {}
+        self.named: dict[str, dict[str, Any]] = {}  # one object by its API path (RBAC)
         self.paths: list[str] = []
 
     def add(self, path: str, obj: dict[str, Any]) -> None:
@@ -68,6 +69,12 @@ class FakeApi:
             name = path.rsplit("/", 1)[1]
             if name in self.crds:
                 return Response(200, self.crds[name])
+            return Response(404, {"kind": "Status", "reason": "NotFound"})
+        if re.fullmatch(
+            r"/apis/rbac\.authorization\.k8s\.io/v1/(namespaces/[^/]+/)?\w+/[^/?]+", path
+        ):
+            if path in self.named:
+                return Response(200, self.named[path])
             return Response(404, {"kind": "Status", "reason": "NotFound"})
         base, _, query = path.partition("?")
         items = self.objects.get(base, [])
@@ -185,6 +192,45 @@ def test_an_existing_mpi_operator_and_its_crd_conflict(aws: StubbedAws) -> None:
     assert (
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org" in api.paths
     )
+
+
+SCIENTIST_ROLE = (
+    "/apis/rbac.authorization.k8s.io/v1/clusterroles/hyperpod-scientist-user-cluster-role"
+)
+SCIENTIST_NAMESPACED_ROLE = (
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/kubeflow/roles/"
+    "hyperpod-scientist-user-namespace-level-role"
+)
+
+
+def test_scientist_roles_applied_by_someone_else_conflict(aws: StubbedAws) -> None:
+    api = FakeApi()
+    api.named[SCIENTIST_ROLE] = {"metadata": {"name": "hyperpod-scientist-user-cluster-role"}}
+    api.named[SCIENTIST_NAMESPACED_ROLE] = {"metadata": {
+        "name": "hyperpod-scientist-user-namespace-level-role", "namespace": "kubeflow",
+        "annotations": {"meta.helm.sh/release-name": "team-rbac"}}}  # fmt: skip
+    check = run(adopted(), api, aws)["shared cluster objects"]
+    assert check.failed
+    assert (
+        "scientist_rbac: ClusterRole hyperpod-scientist-user-cluster-role, "
+        "Role kubeflow/hyperpod-scientist-user-namespace-level-role (Helm release team-rbac)"
+        in check.detail
+    )
+    assert check.fix.startswith("set eks.dependencies.scientist_rbac: false (the owner's")
+
+
+def test_our_own_scientist_roles_or_the_component_off_do_not_conflict(aws: StubbedAws) -> None:
+    api = FakeApi()
+    ours = {"annotations": {"meta.helm.sh/release-name": "hyperpod-cdk-scientist-rbac"}}
+    api.named[SCIENTIST_ROLE] = {"metadata": ours}
+    api.named[SCIENTIST_NAMESPACED_ROLE] = {"metadata": ours}
+    assert run(adopted(), api, aws)["shared cluster objects"].outcome == "pass"
+    assert SCIENTIST_ROLE in api.paths
+    api.named[SCIENTIST_ROLE] = {"metadata": {"name": "hyperpod-scientist-user-cluster-role"}}
+    api.paths.clear()
+    check = run(adopted(scientist_rbac=False), api, aws)["shared cluster objects"]
+    assert check.outcome == "pass", check
+    assert SCIENTIST_ROLE not in api.paths
 
 
 def test_an_efa_plugin_of_someone_else_conflicts(aws: StubbedAws) -> None:

@@ -298,6 +298,23 @@ def test_a_switched_off_dependency_is_not_installed(build_variant) -> None:
     assert values["nvidiaDevicePlugin"] == {"enabled": True}
 
 
+def test_the_scientist_roles_are_a_release_of_their_own_in_kubeflow(build_variant) -> None:
+    on = {
+        r["Properties"]["Release"]: r
+        for r in releases(build_variant({}, base="eks-minimal")).values()
+    }
+    props = on["hyperpod-cdk-scientist-rbac"]["Properties"]
+    assert props["Namespace"] == "kubeflow" and props["CreateNamespace"] is True
+    assert json.loads(props["Values"])["scientistRbac"] == {"enabled": True}
+    # the training operator's release in the same namespace does not render them
+    values = json.loads(on["hyperpod-cdk-training-operator"]["Properties"]["Values"])
+    assert values["scientistRbac"] == {"enabled": False}
+    off = build_variant({"eks.dependencies": {"scientist_rbac": False}}, base="eks-minimal")
+    assert "hyperpod-cdk-scientist-rbac" not in {
+        r["Properties"]["Release"] for r in releases(off).values()
+    }
+
+
 def test_every_dependency_off_installs_no_chart(build_variant) -> None:
     synth = build_variant(
         {

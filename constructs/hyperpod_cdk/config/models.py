@@ -700,6 +700,13 @@ class EksDependencies(StrictModel):
     efa_device_plugin: bool = Field(
         default=True, description="EFA device plugin (vpc.amazonaws.com/efa; kube-system)."
     )
+    scientist_rbac: bool = Field(
+        default=True,
+        description="AWS's data scientist roles: list pods and nodes cluster-wide (group "
+        "hyperpod-scientist-user-cluster-role-cluster-level) and run PyTorchJobs in kubeflow "
+        "(group hyperpod-scientist-user-namespace-level-role-kubeflow-level); an access entry "
+        "naming a group gives them to an IAM principal.",
+    )
 
     def enabled(self) -> list[str]:
         """The names of the components switched on, in declaration order."""

@@ -46,6 +46,7 @@ COMPONENT_VALUES: Mapping[str, str] = {
     "nvidia_device_plugin": "nvidiaDevicePlugin",
     "neuron_device_plugin": "neuronDevicePlugin",
     "efa_device_plugin": "efaDevicePlugin",
+    "scientist_rbac": "scientistRbac",
 }
 DEPENDENCY_KEYS: tuple[str, ...] = tuple(COMPONENT_VALUES)
 """The component keys (the ``EksDependencies`` fields), in install order."""
@@ -61,6 +62,7 @@ COMPONENT_IMAGES: Mapping[str, tuple[str, ...]] = {
     "nvidia_device_plugin": ("nvidiaDevicePlugin",),
     "neuron_device_plugin": ("neuronDevicePlugin",),
     "efa_device_plugin": ("efaDevicePlugin",),
+    "scientist_rbac": (),
 }
 
 
@@ -94,6 +96,8 @@ RELEASES: tuple[Release, ...] = (
         ("nvidia_device_plugin", "neuron_device_plugin", "efa_device_plugin"),
         create_namespace=False,
     ),
+    # AWS's namespaced scientist role is in kubeflow, where its PyTorchJobs run
+    Release("hyperpod-cdk-scientist-rbac", "kubeflow", ("scientist_rbac",)),
 )
 
 

@@ -50,11 +50,26 @@ WORKLOAD_IMAGES: dict[str, tuple[tuple[str, str], ...]] = {
     "mpi_operator": (("Deployment", "mpioperator/mpi-operator"),),
     "training_operator": (("Deployment", "kubeflow/training-operator"),),
 }
-# CRDs of someone else's operator: a second controller would act on the same objects
-COMPONENT_CRDS = {
-    "mpi_operator": "mpijobs.kubeflow.org",
-    "training_operator": "pytorchjobs.kubeflow.org",
-}
+# Named objects of a component made by someone else: (what, API path). A CRD means a second
+# controller would act on the same objects; a role of the same name means Helm refuses to
+# install ours (it does not adopt an object another release or kubectl made).
+_RBAC = "/apis/rbac.authorization.k8s.io/v1"
+COMPONENT_OBJECTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "mpi_operator": (
+        ("CRD mpijobs.kubeflow.org",
+         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/mpijobs.kubeflow.org"),
+    ),
+    "training_operator": (
+        ("CRD pytorchjobs.kubeflow.org",
+         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/pytorchjobs.kubeflow.org"),
+    ),
+    "scientist_rbac": (
+        ("ClusterRole hyperpod-scientist-user-cluster-role",
+         f"{_RBAC}/clusterroles/hyperpod-scientist-user-cluster-role"),
+        ("Role kubeflow/hyperpod-scientist-user-namespace-level-role",
+         f"{_RBAC}/namespaces/kubeflow/roles/hyperpod-scientist-user-namespace-level-role"),
+    ),
+}  # fmt: skip
 _PATHS = {
     "DaemonSet": "/apis/apps/v1/daemonsets",
     "Deployment": "/apis/apps/v1/deployments",
@@ -204,13 +219,14 @@ def _check_objects(config: EnvironmentConfig, api: Kubernetes, name: str) -> Che
                     image = _runs(obj, suffix) if sig_kind == kind else None
                     if image:
                         conflict(component, f"{where} ({image})")
-    for component, crd in COMPONENT_CRDS.items():
+    for component, named in COMPONENT_OBJECTS.items():
         if component not in enabled:
             continue
-        definition = api.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
-        owner = _release_of(definition) if definition is not None else None
-        if definition is not None and owner not in _OURS:
-            conflict(component, f"CRD {crd}" + (f" (Helm release {owner})" if owner else ""))
+        for what, path in named:
+            obj = api.get(path)
+            owner = _release_of(obj) if obj is not None else None
+            if obj is not None and owner not in _OURS:
+                conflict(component, what + (f" (Helm release {owner})" if owner else ""))
     if not conflicts and not aws_namespaces:
         ours = sorted(set(releases) & _OURS)
         detail = (
