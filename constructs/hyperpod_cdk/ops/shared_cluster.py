@@ -223,9 +223,9 @@ def _check_objects(config: EnvironmentConfig, api: Kubernetes, name: str) -> Che
         if component not in enabled:
             continue
         for what, path in named:
-            obj = api.get(path)
-            owner = _release_of(obj) if obj is not None else None
-            if obj is not None and owner not in _OURS:
+            existing = api.get(path)
+            owner = _release_of(existing) if existing is not None else None
+            if existing is not None and owner not in _OURS:
                 conflict(component, what + (f" (Helm release {owner})" if owner else ""))
     if not conflicts and not aws_namespaces:
         ours = sorted(set(releases) & _OURS)
