@@ -13,6 +13,8 @@ CDK_ARGS ?=
 PYTEST_ARGS ?=
 # extra arguments for preflight/status (e.g. OPS_ARGS='--profile prod')
 OPS_ARGS ?=
+# make verify: a comma list of checks (empty: all)
+CHECKS ?=
 # extra arguments for bench (e.g. BENCH_ARGS='--skip-tests --runs 5')
 BENCH_ARGS ?=
 
@@ -25,7 +27,7 @@ CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status sync-users bench migrate-eks-dependencies init
+        distclean lifecycle-dry-run preflight status sync-users verify bench migrate-eks-dependencies init
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -79,6 +81,9 @@ status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, faile
 
 sync-users: bootstrap-python ## apply CONFIG's users file to every running node of the deployed Slurm cluster (SSM; OPS_ARGS='--dry-run')
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.sync_users "$(CONFIG)" $(OPS_ARGS)
+
+verify: bootstrap-python ## prove the deployed environment of CONFIG works: nodes, EFA, NCCL, FSx, S3 links, accounting (CHECKS=a,b; OPS_ARGS='--json')
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.verify "$(CONFIG)" $(if $(CHECKS),--checks "$(CHECKS)") $(OPS_ARGS)
 
 bench: bootstrap ## synth, test-suite and first-deploy critical-path figures (BENCH_ARGS='--skip-tests')
 	@$(WITH_ENV) $(VENV_PY) scripts/bench.py $(BENCH_ARGS)

@@ -31,7 +31,7 @@ def _no_aws_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("command", ["preflight", "status"])
+@pytest.mark.parametrize("command", ["preflight", "status", "verify"])
 @pytest.mark.parametrize(
     "config", ["config/default.yaml", "config/examples/eks-existing-cluster.yaml"]
 )
@@ -118,7 +118,7 @@ def _one_line(result: Any, command: str) -> str:
     return str(line)
 
 
-@pytest.mark.parametrize("command", ["preflight", "status"])
+@pytest.mark.parametrize("command", ["preflight", "status", "verify"])
 def test_a_broken_aws_config_file_is_one_line(tmp_path: Path, command: str) -> None:
     broken = tmp_path / "config"
     broken.write_text("[default\nregion = us-west-2\n")  # the section header lacks its ']'

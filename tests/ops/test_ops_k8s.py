@@ -3,20 +3,27 @@ become a response, ``KubernetesDenied`` or ``KubernetesUnreachable``.
 
 ``urlopen`` is replaced by a fake that answers or raises the way urllib does (``HTTPError`` for
 an HTTP error status, ``URLError`` around a socket error, ``TimeoutError`` on a read); one test
-connects for real to a closed port on the loopback address.
+connects for real to a closed port on the loopback address, and two to a local TLS server with a
+throwaway CA, as through a port-forward to a private endpoint.
 """
 
 from __future__ import annotations
 
 import base64
+import http.server
 import io
 import json
+import shutil
 import socket
 import ssl
+import subprocess
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from email.message import Message
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 
@@ -147,3 +154,136 @@ def test_a_closed_port_is_unreachable_for_real(monkeypatch: pytest.MonkeyPatch) 
     client = Kubernetes(k8s.https_transport(f"https://127.0.0.1:{port}", CA, TOKEN))
     with pytest.raises(KubernetesUnreachable):
         client.items("/api/v1/secrets")
+
+
+# -- a port-forward to a private endpoint: connect to 127.0.0.1, check the real host's name ------
+
+API_HOST = "abcdef0123456789.gr7.us-west-2.eks.amazonaws.com"
+
+
+def throwaway_pki(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate for ``API_HOST`` made with ``openssl`` (``cryptography`` is
+    not a dependency of this project): (CA certificate, server certificate, server key)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("neither the cryptography package nor openssl is available to make a CA")
+    ca_key, ca_cert = folder / "ca.key", folder / "ca.pem"
+    key, request, cert = folder / "server.key", folder / "server.csr", folder / "server.pem"
+    extensions = folder / "server.ext"
+    extensions.write_text(f"subjectAltName=DNS:{API_HOST}\nbasicConstraints=CA:FALSE\n")
+
+    def openssl(*args: str | Path) -> None:
+        subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_cert,
+            "-days", "1", "-subj", "/CN=kubernetes", "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", request,
+            "-subj", f"/CN={API_HOST}")  # fmt: skip
+    openssl("x509", "-req", "-in", request, "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial",
+            "-out", cert, "-days", "1", "-extfile", extensions)  # fmt: skip
+    return ca_cert, cert, key
+
+
+class ApiHandler(http.server.BaseHTTPRequestHandler):
+    """Answers a pod list as JSON and a pod's log as text/plain; records the Host header."""
+
+    seen: ClassVar[list[tuple[str, str, str | None]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(("GET", self.path, self.headers.get("Host")))
+        if self.path.endswith("/log?container=probe"):
+            answer, kind = b"GPUS=8\nline two\n", "text/plain"
+        else:
+            answer, kind = json.dumps({"kind": "PodList", "items": []}).encode(), "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+
+@pytest.fixture
+def tls_api(tmp_path: Path) -> Iterator[tuple[int, str, list[str | None]]]:
+    """A local HTTPS API server: (port, base64 CA as DescribeCluster gives it, SNI names seen)."""
+    ca_cert, cert, key = throwaway_pki(tmp_path)
+    names: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda _socket, name, _context: names.append(name)  # type: ignore[assignment,misc,func-returns-value]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ApiHandler)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    ApiHandler.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], base64.b64encode(ca_cert.read_bytes()).decode(), names
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_port_forward_checks_the_certificate_of_the_real_host(
+    tls_api: tuple[int, str, list[str | None]],
+) -> None:
+    port, ca, names = tls_api
+    client = k8s.connect_https(f"https://127.0.0.1:{port}", ca, TOKEN, tls_server_name=API_HOST)
+    assert client.items("/api/v1/pods") == []
+    log = client.text("/api/v1/namespaces/hpv-1/pods/p/log?container=probe")
+    assert log == "GPUS=8\nline two\n"  # text/plain comes back as text, not JSON
+    assert names == [API_HOST, API_HOST]  # SNI: the real host, on each connection
+    assert [host for _, _, host in ApiHandler.seen] == [API_HOST, API_HOST]
+
+
+def test_without_the_server_name_the_forwarded_address_fails_verification(
+    tls_api: tuple[int, str, list[str | None]],
+) -> None:
+    port, ca, _ = tls_api
+    client = k8s.connect_https(f"https://127.0.0.1:{port}", ca, TOKEN)
+    with pytest.raises(
+        KubernetesUnreachable, match="certificate verify failed|IP address mismatch"
+    ):
+        client.items("/api/v1/pods")
+    client = k8s.connect_https(
+        f"https://127.0.0.1:{port}", ca, TOKEN, tls_server_name="other.example"
+    )
+    with pytest.raises(KubernetesUnreachable, match="certificate verify failed|Hostname mismatch"):
+        client.items("/api/v1/pods")
+
+
+# -- writes: create, delete, conflicts, selectors ---------------------------------------------
+
+
+def test_post_sends_json_and_delete_tolerates_gone(monkeypatch: pytest.MonkeyPatch) -> None:
+    created = {"metadata": {"name": "hpv-1"}}
+    client, fake = api(monkeypatch, Answer(201, json.dumps(created).encode()))
+    assert client.post("/api/v1/namespaces", {"metadata": {"name": "hpv-1"}}) == created
+    ((request, _, _),) = fake.calls
+    assert request.get_method() == "POST"
+    assert request.get_header("Content-type") == "application/json"
+    assert json.loads(request.data) == {"metadata": {"name": "hpv-1"}}  # type: ignore[arg-type]
+    client, fake = api(monkeypatch, http_error(404, {"kind": "Status", "reason": "NotFound"}))
+    client.delete("/api/v1/namespaces/hpv-1", {"propagationPolicy": "Foreground"})
+    assert fake.calls[0][0].get_method() == "DELETE"
+    client, _ = api(monkeypatch, http_error(409, {"kind": "Status", "reason": "AlreadyExists",
+                                                  "message": 'namespaces "hpv-1" already exists'}))  # fmt: skip
+    with pytest.raises(k8s.KubernetesConflict, match="already exists"):
+        client.post("/api/v1/namespaces", {"metadata": {"name": "hpv-1"}})
+
+
+def test_a_merge_patch_keeps_its_content_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    client, fake = api(monkeypatch, Answer(200, b"{}"))
+    client.patch("/api/v1/namespaces/a", {"metadata": {"labels": {"a": "b"}}})
+    assert fake.calls[0][0].get_header("Content-type") == k8s.MERGE_PATCH
+
+
+def test_items_with_a_label_selector(monkeypatch: pytest.MonkeyPatch) -> None:
+    client, fake = api(monkeypatch, Answer(200, b'{"items": []}'))
+    selector = k8s.label_selector({"hyperpod-cdk.aws/verify-run": "hpv-1", "a": "b"})
+    assert selector == "hyperpod-cdk.aws/verify-run=hpv-1,a=b"
+    client.items("/api/v1/namespaces", selector)
+    assert fake.calls[0][0].full_url == (
+        ENDPOINT + "/api/v1/namespaces?labelSelector=hyperpod-cdk.aws%2Fverify-run%3Dhpv-1%2Ca%3Db"
+    )

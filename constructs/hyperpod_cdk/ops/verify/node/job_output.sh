@@ -1,0 +1,8 @@
+# shellcheck shell=bash
+# nccl check, on the controller: the job's output file (HPV_OUTPUT) from its batch host
+# (HPV_HOST), read and removed by a one-node job there.
+# shellcheck disable=SC2016 # expanded by the node's bash
+hpv_section output srun --job-name="$HPV_JOB_NAME" --partition="$HPV_PARTITION" \
+  --nodelist="$HPV_HOST" --nodes=1 --ntasks=1 --time=2 --nice=10000 --no-requeue \
+  --immediate=60 bash -c 'cat -- "$1"; rm -f -- "$1"' hpv-output "$HPV_OUTPUT"
+hpv_done
