@@ -20,10 +20,11 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.eks.addons import ENVIRONMENT_TAG, HyperPodEksAddons
+from hyperpod_cdk.eks.addons import ENVIRONMENT_TAG, TASK_GOVERNANCE, HyperPodEksAddons
 from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core_dns_addon
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
 from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
+from hyperpod_cdk.eks.task_governance import HyperPodTaskGovernance
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.storage import FileSystemHandle
 from stacks.base import EnvironmentStack, output, ready_parameter
@@ -58,6 +59,12 @@ class EksStack(EnvironmentStack):
             public_access_cidrs=[str(c) for c in eks_cfg.public_access_cidrs],
             logging=eks_cfg.logging,
             admin_principal_arns=eks_cfg.admin_principal_arns,
+            # an admin in a team keeps one access entry, with the team namespaces added
+            admin_team_namespaces=(
+                eks_cfg.task_governance.principal_namespaces()
+                if eks_cfg.task_governance is not None
+                else None
+            ),
             kubectl_scope=kubectl_scope,
         )
         # stateful: a stable logical id, whatever the construct tree becomes
@@ -226,3 +233,28 @@ class EksAddonsStack(EnvironmentStack):
         self.addons.wait_for(waits_for)
         if self.core_dns is not None:
             self.core_dns.node.add_dependency(waits_for)
+        # the cluster policy and the team quotas: after the task governance add-on (its Kueue
+        # webhooks must answer), on the cluster ARN read from the parameter above
+        self.task_governance: HyperPodTaskGovernance | None = None
+        governance = eks_cfg.task_governance
+        if governance is not None and TASK_GOVERNANCE in self.addons.addons:
+            self.task_governance = HyperPodTaskGovernance(
+                self,
+                "TaskGovernance",
+                cluster_arn=self.nodes_ready.string_value,
+                cluster_name=config.cluster_name,
+                # a literal (the EKS cluster's name is known): it scopes IAM and names findings
+                eks_cluster_name=(
+                    eks_cfg.cluster_arn.rsplit("/", 1)[1]
+                    if eks_cfg.cluster_arn
+                    else config.eks_cluster_name
+                ),
+                region=config.region,
+                governance=governance,
+                # the admins' one entry (eks stack) carries their team namespaces
+                skip_principals=eks_cfg.admin_principal_arns,
+                role_path=config.iam.role_path,
+                # the handlers deploy with eks-dependencies, before the HyperPod cluster
+                provider_scope=eks_stack,
+            )
+            self.task_governance.wait_for(self.addons.addons[TASK_GOVERNANCE], waits_for)

@@ -482,6 +482,26 @@ def ebs_key(aws: StubbedAws, key: str, *, account: str = ACCOUNT, state: str = "
     )
 
 
+def task_governance_types(aws: StubbedAws, region: str) -> None:
+    """DescribeType answers that agree with the app's table in ``region``."""
+    from hyperpod_cdk.eks.task_governance import NATIVE_REGIONS
+
+    for type_name, regions in NATIVE_REGIONS.items():
+        if region in regions:
+            aws.stub("cloudformation").add_response(
+                "describe_type",
+                {"TypeName": type_name, "Type": "RESOURCE"},
+                {"Type": "RESOURCE", "TypeName": type_name},
+            )
+        else:
+            aws.error(
+                "cloudformation",
+                "describe_type",
+                "TypeNotFoundException",
+                {"Type": "RESOURCE", "TypeName": type_name},
+            )
+
+
 def healthy_account(
     aws: StubbedAws,
     config: EnvironmentConfig,
@@ -492,7 +512,8 @@ def healthy_account(
     """Queue the answers of an account where every preflight check of ``config`` passes, in the
     order the checks ask (each client keeps its own queue). ``leave_out`` names answers a test
     queues itself: ``availability_zones``, ``quotas``, ``bootstrap``, ``shared_cluster`` (the
-    adopted EKS cluster's ListAddons and DescribeCluster)."""
+    adopted EKS cluster's ListAddons and DescribeCluster), ``task_governance`` (DescribeType,
+    ListAccessEntries)."""
     from hyperpod_cdk.eks import versions
     from hyperpod_cdk.ops.addons import app_addons
     from hyperpod_cdk.ops.capacity import referenced_az_ids
@@ -571,6 +592,14 @@ def healthy_account(
             # an endpoint nothing answers on: the object listing is skipped (tests of it
             # connect to a fake API server instead)
             endpoint_only(aws, name)
+    governance = None if config.is_slurm else settings_eks.task_governance
+    if governance is not None and "task_governance" not in leave_out:
+        task_governance_types(aws, config.region)
+        if settings_eks.cluster_arn and governance.principal_namespaces():
+            name = settings_eks.cluster_arn.rsplit("/", 1)[-1]
+            aws.stub("eks").add_response(
+                "list_access_entries", {"accessEntries": []}, {"clusterName": name}
+            )
     if not config.is_slurm and settings_eks.dependencies.health_monitoring_agent:
         agent_image(aws, config)
     if config.is_slurm and config.cluster.slurm_settings.accounting_database:

@@ -67,6 +67,7 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "eks cluster",
         "eks add-ons",
         "shared cluster",
+        "task governance",
         "health agent image",
         "exporter images",
         "accounting database engine",

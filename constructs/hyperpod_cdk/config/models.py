@@ -835,6 +835,11 @@ class EksAddons(StrictModel):
         return None
 
 
+# The task governance section lives in its own module (its models and rules) and builds on the
+# types above (InstanceType).
+from hyperpod_cdk.config.task_governance import TaskGovernance  # noqa: E402
+
+
 class EksConfig(StrictModel):
     """eks only: the EKS cluster that orchestrates HyperPod (created or adopted)."""
 
@@ -904,6 +909,12 @@ class EksConfig(StrictModel):
     addons: EksAddons = Field(
         default_factory=lambda: EksAddons(),
         description="Optional HyperPod add-ons, installed once the cluster has nodes.",
+    )
+    task_governance: TaskGovernance | None = Field(
+        default=None,
+        description="Task governance as code (needs addons.task_governance): the cluster "
+        "policy and one compute quota per team, created once the add-on is active; see "
+        "docs/task-governance.md.",
     )
 
 

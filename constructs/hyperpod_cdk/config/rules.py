@@ -24,6 +24,7 @@ from hyperpod_cdk.config.models import (
 )
 from hyperpod_cdk.config.node_setup import check_node_setup
 from hyperpod_cdk.config.storage import check_kms_key_region, check_storage
+from hyperpod_cdk.config.task_governance import check_task_governance
 
 # The file the cluster's LifeCycleConfig names; it must exist in the uploaded
 # directory at create time (AWS::SageMaker::Cluster LifeCycleConfig).
@@ -79,6 +80,7 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     _check_eks(cfg, out)
     _check_eks_dependencies(cfg, out)
     _check_eks_addons(cfg, out)
+    check_task_governance(cfg, out)
     check_node_setup(cfg, project_root, out)
     if project_root is not None:
         _check_lifecycle_dir(cfg.cluster, project_root, out)

@@ -167,6 +167,9 @@ class HyperPodEksCluster(Construct):
     :param logging: control-plane log types (all five by default).
     :param admin_principal_arns: IAM roles or users given a cluster-admin access
         entry; none when left out.
+    :param admin_team_namespaces: namespaces (task governance teams) where an admin principal
+        also gets the namespace-scoped team policy (:data:`TEAM_ACCESS_POLICY`) on its one
+        access entry (EKS allows one entry per principal); by principal ARN.
     :param secrets_key: the KMS key of the envelope encryption of Kubernetes
         secrets (an existing ``kms.IKey``); a new rotating key when left out.
     :param removal_policy: DESTROY (default) deletes the cluster with the stack.
@@ -191,6 +194,7 @@ class HyperPodEksCluster(Construct):
         public_access_cidrs: Sequence[str] = (),
         logging: Sequence[str] = ALL_LOG_TYPES,
         admin_principal_arns: Sequence[str] = (),
+        admin_team_namespaces: Mapping[str, Sequence[str]] | None = None,
         secrets_key: kms.IKey | None = None,
         removal_policy: cdk.RemovalPolicy = cdk.RemovalPolicy.DESTROY,
         kubectl_scope: Construct | None = None,
@@ -283,7 +287,10 @@ class HyperPodEksCluster(Construct):
                 f"Admin{index}",
                 cluster=self.cluster,
                 principal=principal,
-                access_policies=[_cluster_admin_policy()],
+                access_policies=[
+                    _cluster_admin_policy(),
+                    *team_access_policies((admin_team_namespaces or {}).get(principal, ())),
+                ],
             )
         self._acknowledge_cluster_findings()
         self._acknowledge_configured_exposure(endpoint_access, public_access_cidrs, logging)
@@ -553,6 +560,25 @@ def _manifest(
     return eks.KubernetesManifest(
         scope, construct_id, cluster=cluster, manifest=list(objects), overwrite=False
     )
+
+
+# The EKS access policy a task governance team's principals get, scoped to the team's namespace:
+# create and watch workloads there (Kubernetes "edit"), nothing cluster-wide (EKS user guide,
+# "Access policy permissions": AmazonEKSEditPolicy).
+TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+
+
+def team_access_policies(namespaces: Sequence[str]) -> list[eks.IAccessPolicy]:
+    """The team policy scoped to ``namespaces`` (none when empty)."""
+    if not namespaces:
+        return []
+    return [
+        eks.AccessPolicy.from_access_policy_name(
+            TEAM_ACCESS_POLICY,
+            access_scope_type=eks.AccessScopeType.NAMESPACE,
+            namespaces=list(namespaces),
+        )
+    ]
 
 
 def _cluster_admin_policy() -> eks.IAccessPolicy:

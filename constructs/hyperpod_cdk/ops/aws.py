@@ -359,9 +359,11 @@ READ_ONLY_ACTIONS = (
     "eks:DescribeCluster",
     "eks:DescribeAddonVersions",
     "eks:ListAddons",
+    "eks:ListAccessEntries",
     "ecr:BatchGetImage",
     "rds:DescribeDBEngineVersions",
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResource",
+    "cloudformation:DescribeType",
     "ssm:GetParameter",
 )

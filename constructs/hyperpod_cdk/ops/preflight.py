@@ -23,6 +23,7 @@ from hyperpod_cdk.ops import (
     exporter_images,
     instance_groups,
     shared_cluster,
+    task_governance,
 )
 from hyperpod_cdk.ops.addons import check_addon_versions
 from hyperpod_cdk.ops.aws import (
@@ -87,6 +88,13 @@ def _steps(
             "shared cluster",
             ("eks", "sts"),
             lambda: shared_cluster.check_shared_cluster(config, clients("eks"), clients("sts")),
+        ),
+        Step(
+            "task governance",
+            ("cloudformation", "eks"),
+            lambda: task_governance.check_task_governance(
+                config, clients("cloudformation"), clients("eks")
+            ),
         ),
         Step(
             "health agent image",
