@@ -9,7 +9,9 @@
 - ``<name>-eks-addons``: what needs nodes (CoreDNS as a managed add-on, the optional HyperPod
   add-ons, the FSx CSI driver and the file system's volume), behind a parameter that holds the
   HyperPod cluster ARN and a bounded wait for the first Running node of a group they can run
-  on (``HyperPodNodeWait``). Nothing waits for it.
+  on (``HyperPodNodeWait``), the task governance policy and quotas, and the
+  ``hyperpod-cdk-cluster-objects`` release (the node pools' HyperpodNodeClass and NodePool, the
+  teams' Roles) after them. Nothing waits for it.
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.eks.addons import ENVIRONMENT_TAG, TASK_GOVERNANCE, HyperPodEksAddons
+from hyperpod_cdk.eks.addons import (
+    ENVIRONMENT_TAG,
+    TASK_GOVERNANCE,
+    TRAINING_OPERATOR,
+    HyperPodEksAddons,
+)
 from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core_dns_addon
+from hyperpod_cdk.eks.cluster_objects import HyperPodClusterObjects
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
 from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
 from hyperpod_cdk.eks.task_governance import HyperPodTaskGovernance
@@ -258,3 +266,25 @@ class EksAddonsStack(EnvironmentStack):
                 provider_scope=eks_stack,
             )
             self.task_governance.wait_for(self.addons.addons[TASK_GOVERNANCE], waits_for)
+        # the node pools' HyperpodNodeClass and NodePool and the teams' RBAC: a release after
+        # the HyperPod cluster (its ARN through the parameter above) and after the quotas,
+        # which make the teams' namespaces
+        self.cluster_objects: HyperPodClusterObjects | None = None
+        teams = (
+            [t.name for t in governance.teams]
+            if governance is not None and self.task_governance is not None
+            else []
+        )
+        if config.cluster.node_pools or teams:
+            self.cluster_objects = HyperPodClusterObjects(
+                self,
+                "ClusterObjects",
+                cluster=cluster.kubectl_cluster,
+                cluster_arn=self.nodes_ready.string_value,
+                node_pools=config.cluster.node_pools,
+                teams=teams,
+                hyperpod_training_operator=TRAINING_OPERATOR in self.addons.addons,
+            )
+            self.cluster_objects.wait_for(self.nodes_ready)
+            if self.task_governance is not None:
+                self.cluster_objects.wait_for(*self.task_governance.waiting)

@@ -207,9 +207,9 @@ REJECTED = [
     ),
     case({"cluster.slurm.database": True}, "cluster.slurm.database", "unknown key"),
     case(
-        {"cluster.tiered_storage": {"memory_percent": 0}},
+        {"cluster.tiered_storage": {"memory_percent": 19}},
         "cluster.tiered_storage.memory_percent",
-        "greater than or equal to 1",
+        "greater than or equal to 20",
     ),
     case({G: []}, G, "at least 1 item(s) are needed"),
     case({G: {"controller": {}}}, G, "is a mapping; a list is expected here"),

@@ -82,13 +82,13 @@ def _values_file(values: Mapping[str, Any], directory: Path) -> Path:
 
 
 def lint(
-    binary: Path, values: Mapping[str, Any], namespace: str
+    binary: Path, values: Mapping[str, Any], namespace: str, chart_dir: Path = CHART_DIR
 ) -> subprocess.CompletedProcess[str]:
-    """``helm lint --strict`` of the chart with ``values``."""
+    """``helm lint --strict`` of the chart (the dependencies chart by default) with ``values``."""
     with tempfile.TemporaryDirectory() as tmp:
         file = _values_file(values, Path(tmp))
         return run_helm(
-            binary, "lint", str(CHART_DIR), "--strict", "--namespace", namespace, "-f", str(file)
+            binary, "lint", str(chart_dir), "--strict", "--namespace", namespace, "-f", str(file)
         )
 
 
@@ -99,10 +99,16 @@ def render(
     release: str = "test",
     namespace: str = "default",
     kube_version: str = "1.35",
+    chart_dir: Path = CHART_DIR,
 ) -> list[Manifest]:
     """``helm template`` of the chart: the objects it would install (fails the test on an error)."""
     result = render_result(
-        binary, values, release=release, namespace=namespace, kube_version=kube_version
+        binary,
+        values,
+        release=release,
+        namespace=namespace,
+        kube_version=kube_version,
+        chart_dir=chart_dir,
     )
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
@@ -115,12 +121,13 @@ def render_result(
     release: str = "test",
     namespace: str = "default",
     kube_version: str = "1.35",
+    chart_dir: Path = CHART_DIR,
 ) -> subprocess.CompletedProcess[str]:
     """``helm template``'s result, for tests of a failing render."""
     with tempfile.TemporaryDirectory() as tmp:
         file = _values_file(values, Path(tmp))
         return run_helm(
-            binary, "template", release, str(CHART_DIR), "--namespace", namespace,
+            binary, "template", release, str(chart_dir), "--namespace", namespace,
             "--kube-version", kube_version, "-f", str(file),
         )  # fmt: skip
 

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
-from ops_testkit import StubbedAws, addon_versions, by_name, environment
+import dataclasses
+from typing import Any
+
+import pytest
+from ops_testkit import (
+    StubbedAws,
+    addon_absent,
+    addon_installed,
+    addon_versions,
+    by_name,
+    environment,
+)
 
 from hyperpod_cdk.eks import versions
 from hyperpod_cdk.ops import addons
-from hyperpod_cdk.ops.addons import app_addons, check_addon_versions
+from hyperpod_cdk.ops.addons import app_addons, check_addon_upgrades, check_addon_versions
 
 
 def test_a_created_cluster_gets_the_core_addons_and_the_fsx_driver() -> None:
@@ -88,3 +99,71 @@ def test_slurm_and_addon_free_configs_are_skipped(aws: StubbedAws) -> None:
     assert [
         c.outcome for c in check_addon_versions(environment("eks-existing-cluster"), aws("eks"))
     ] == ["skip"]
+
+
+# -- the upgrade path: a deploy never moves an add-on across a documented boundary ---------
+
+TG = "amazon-sagemaker-hyperpod-taskgovernance"
+
+
+def _governed_adopted() -> Any:
+    return environment("eks-existing-cluster", {"eks.addons.task_governance": True})
+
+
+def test_a_deploy_across_the_kueue_migration_boundary_fails_with_the_migration_page(
+    aws: StubbedAws,
+) -> None:
+    config = _governed_adopted()
+    addon_installed(aws, config, TG, "v1.3.1-eksbuild.1")
+    (check,) = check_addon_upgrades(config, aws("eks"))
+    assert check.name == f"eks add-on {TG} upgrade"
+    assert check.outcome == "fail"
+    pinned = versions.addon_version(TG, "1.33")
+    assert f"v1.3.1-eksbuild.1 on shared-platform cannot be updated in place to {pinned}" in (
+        check.detail
+    )
+    assert "v1alpha1" in check.detail
+    assert check.fix and versions.TASK_GOVERNANCE_UPGRADE_DOCS in check.fix
+    aws.verify()
+
+
+@pytest.mark.parametrize("installed", ["v1.5.0-eksbuild.1", "v1.6.0-eksbuild.1"])
+def test_an_update_on_the_new_side_passes(aws: StubbedAws, installed: str) -> None:
+    config = _governed_adopted()
+    addon_installed(aws, config, TG, installed)
+    (check,) = check_addon_upgrades(config, aws("eks"))
+    assert check.outcome == "pass" and "an in-place update" in check.detail
+
+
+def test_an_addon_not_installed_yet_passes(aws: StubbedAws) -> None:
+    config = environment("eks-full")  # its own EKS cluster, not deployed yet
+    addon_absent(aws, config, TG)
+    (check,) = check_addon_upgrades(config, aws("eks"))
+    assert check.outcome == "pass"
+    assert "not on eks-full-eks yet" in check.detail
+    aws.verify()
+
+
+def test_no_upgrade_check_without_an_addon_that_has_a_boundary(aws: StubbedAws) -> None:
+    assert check_addon_upgrades(environment("eks-minimal"), aws("eks")) == []
+    assert check_addon_upgrades(environment("default"), aws("eks")) == []
+
+
+def test_the_boundary_reads_versions() -> None:
+    (boundary,) = versions.upgrade_boundaries(TG)
+    assert boundary.crosses("v1.3.4-eksbuild.2", "v1.5.0-eksbuild.1")
+    assert boundary.crosses("v1.2.0-eksbuild.1", "v1.6.0-eksbuild.1")
+    assert not boundary.crosses("v1.5.0-eksbuild.1", "v1.6.0-eksbuild.1")
+    assert not boundary.crosses("v1.3.4-eksbuild.2", "v1.3.5-eksbuild.1")
+
+
+def test_the_pinned_builds_cross_no_boundary_without_a_documented_migration() -> None:
+    pinned = {a: versions.addon_version(a, "1.35") for a in versions.OPTIONAL_ADDONS}
+    assert versions.undocumented_crossings(pinned) == []
+    # the guard itself: the same boundary with no migration page is reported
+    (boundary,) = versions.upgrade_boundaries(TG)
+    undocumented = dataclasses.replace(boundary, migration="")
+    (problem,) = versions.undocumented_crossings(pinned, [undocumented])
+    assert "v1.3 -> v1.5 boundary" in problem and "no migration page" in problem
+    # a pin still on the old side needs no migration
+    assert versions.undocumented_crossings({TG: "v1.3.1-eksbuild.1"}, [undocumented]) == []

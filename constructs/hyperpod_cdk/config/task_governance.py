@@ -86,6 +86,12 @@ def local_queue_of(team: str) -> str:
     return f"{namespace_of(team)}-localqueue"
 
 
+def kubernetes_group_of(team: str) -> str:
+    """The Kubernetes group of ``team``'s principals (their EKS access entries name it; the
+    cluster-objects chart binds the team's Role in its namespace to it)."""
+    return f"hyperpod-cdk-team-{team}"
+
+
 class PriorityClass(StrictModel):
     """One priority class of the cluster policy: tasks of a higher weight are admitted first
     and may preempt tasks of a lower one."""
@@ -219,6 +225,16 @@ class TaskGovernance(StrictModel):
         default_factory=list, description="One compute quota per team, in the team's namespace."
     )
 
+    def principal_groups(self) -> dict[str, list[str]]:
+        """Each team principal with the Kubernetes groups of its teams, in file order."""
+        found: dict[str, list[str]] = {}
+        for team in self.teams:
+            for principal in team.principals:
+                groups = found.setdefault(principal, [])
+                if kubernetes_group_of(team.name) not in groups:
+                    groups.append(kubernetes_group_of(team.name))
+        return found
+
     def principal_namespaces(self) -> dict[str, list[str]]:
         """Each team principal with the namespaces of its teams, in the order of the file."""
         found: dict[str, list[str]] = {}
@@ -327,9 +343,29 @@ def check_task_governance(cfg: EnvironmentConfig, out: IssueSink) -> None:
             f"{capacity} of this cluster's groups of that type"
         )
         if autoscaled:
-            out.warn(where, f"{message}; the groups autoscale, so the nodes may come later")
+            pools = _node_pool_limits(cfg, itype)
+            out.warn(
+                where,
+                f"{message}; the groups autoscale{pools}, so the nodes may come later",
+            )
         else:
             out.error(where, f"{message}; lower the quotas or raise the groups' count")
+
+
+def _node_pool_limits(cfg: EnvironmentConfig, instance_type: str) -> str:
+    """`` (node pool a: nvidia.com/gpu 16)``: the node pools that scale groups of
+    ``instance_type``, with their limits; empty when none does."""
+    groups = {g.name: g for g in cfg.cluster.instance_groups}
+    found = [
+        f"node pool {pool.name}: "
+        + ", ".join(f"{k} {v}" for k, v in pool.limits.as_kubernetes().items())
+        for pool in cfg.cluster.node_pools
+        if any(
+            name in groups and instance_type in groups[name].all_instance_types
+            for name in pool.instance_groups
+        )
+    ]
+    return f" ({'; '.join(found)})" if found else ""
 
 
 def _group_capacity(cfg: EnvironmentConfig) -> dict[str, tuple[int, bool]]:

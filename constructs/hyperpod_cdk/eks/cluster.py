@@ -507,6 +507,15 @@ class ChartRelease:
     values: Mapping[str, Any]
 
 
+def install_chart(
+    scope: Construct, construct_id: str, cluster: eks.ICluster, spec: ChartRelease
+) -> eks.HelmChart:
+    """Install a local chart on ``cluster`` from ``scope`` (which may be a later stack than the
+    cluster's), as the cluster constructs' ``add_chart`` does: ``wait`` off, a 5-minute Helm
+    timeout, the kubectl handler's read grant on the CDK asset bucket acknowledged."""
+    return _chart(scope, construct_id, cluster, spec)
+
+
 def _chart(
     scope: Construct, construct_id: str, cluster: eks.ICluster, spec: ChartRelease
 ) -> eks.HelmChart:

@@ -140,7 +140,8 @@ class HyperPodTaskGovernance(Construct):
       SageMaker API. Both wait for :meth:`wait_for` (the task governance add-on: its Kueue
       webhooks must answer); the quotas wait for the policy.
     - Each team principal gets one EKS access entry with :data:`TEAM_ACCESS_POLICY` scoped to
-      the namespaces of its teams (``hyperpod-ns-<team>``); principals in ``skip_principals``
+      the namespaces of its teams (``hyperpod-ns-<team>``) and the Kubernetes group of each of
+      its teams (``hyperpod-cdk-team-<team>``, bound to the team's Role); principals in ``skip_principals``
       (the cluster admins, whose entry exists and carries those namespaces) get none here.
 
     :param cluster_arn: the HyperPod cluster's ARN (a token: read it from the parameter that
@@ -238,6 +239,7 @@ class HyperPodTaskGovernance(Construct):
         self.access_entries: dict[str, eks.CfnAccessEntry] = {}
         """The team principals' access entries, by principal ARN."""
         skipped = set(skip_principals)
+        groups = governance.principal_groups()
         for index, (principal, namespaces) in enumerate(governance.principal_namespaces().items()):
             if principal in skipped:
                 continue
@@ -247,6 +249,8 @@ class HyperPodTaskGovernance(Construct):
                 cluster_name=eks_cluster_name,
                 principal_arn=principal,
                 type="STANDARD",
+                # the group the team Role of the cluster-objects chart is bound to
+                kubernetes_groups=groups[principal],
                 access_policies=[
                     eks.CfnAccessEntry.AccessPolicyProperty(
                         policy_arn=f"arn:{cdk.Aws.PARTITION}:eks::aws:cluster-access-policy/"

@@ -15,6 +15,8 @@ Pure Python (no ``aws_cdk`` import): the config validation may use it too.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 # Kubernetes versions HyperPod supports and this app accepts (eks.kubernetes_version).
 SUPPORTED_KUBERNETES_VERSIONS = ("1.30", "1.31", "1.32", "1.33", "1.34", "1.35")
@@ -131,3 +133,78 @@ def addon_version(addon: str, kubernetes_version: str) -> str:
     if per_kubernetes is not None:
         return per_kubernetes[kubernetes_version]
     return _SAME_FOR_ALL[addon]
+
+
+# -- upgrade paths: moves of an add-on that a plain add-on update cannot make ----------------
+
+TASK_GOVERNANCE_UPGRADE_DOCS = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+    "sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade.html"
+)
+
+
+@dataclass(frozen=True)
+class UpgradeBoundary:
+    """A version boundary of an add-on that an in-place update cannot cross.
+
+    A cluster running a build older than ``old_before`` that is moved to ``new_from`` or later
+    needs ``migration`` (AWS's documented procedure) first: preflight refuses such a deploy.
+
+    :param addon: the EKS add-on name.
+    :param old_before: ``(major, minor)``: builds older than this are on the old side.
+    :param new_from: ``(major, minor)``: builds from this one on are on the new side.
+    :param why: what breaks on a plain update.
+    :param migration: the page of the documented migration ("" while none is documented).
+    """
+
+    addon: str
+    old_before: tuple[int, int]
+    new_from: tuple[int, int]
+    why: str
+    migration: str
+
+    def crosses(self, installed: str, target: str) -> bool:
+        """True when moving from ``installed`` to ``target`` crosses this boundary."""
+        return (
+            parse_addon_version(installed)[:2] < self.old_before
+            and parse_addon_version(target)[:2] >= self.new_from
+        )
+
+
+UPGRADE_BOUNDARIES: tuple[UpgradeBoundary, ...] = (
+    # SageMaker developer guide, "Upgrade the task governance add-on" (HYPERPOD_FACTS
+    # 2026-11-24): a plain update from v1.3.x to v1.5 or later fails, because Kueue's CRDs are
+    # stored as v1alpha1; AWS documents a backup, update and restore of the Kueue objects.
+    UpgradeBoundary(
+        addon="amazon-sagemaker-hyperpod-taskgovernance",
+        old_before=(1, 4),
+        new_from=(1, 5),
+        why="Kueue's CRDs of v1.3.x are stored as v1alpha1, so a plain update to v1.5 or "
+        "later fails",
+        migration=TASK_GOVERNANCE_UPGRADE_DOCS,
+    ),
+)
+
+
+def upgrade_boundaries(addon: str) -> tuple[UpgradeBoundary, ...]:
+    """The boundaries of ``addon`` (none for most add-ons)."""
+    return tuple(b for b in UPGRADE_BOUNDARIES if b.addon == addon)
+
+
+def undocumented_crossings(
+    pinned: Mapping[str, str], boundaries: Iterable[UpgradeBoundary] = UPGRADE_BOUNDARIES
+) -> list[str]:
+    """The boundaries a pinned build (``{add-on: build}``) is past without a documented
+    migration: a cluster still on the old side could not be moved to the pin."""
+    problems = []
+    for boundary in boundaries:
+        build = pinned.get(boundary.addon)
+        if build is None or parse_addon_version(build)[:2] < boundary.new_from:
+            continue
+        if not boundary.migration.startswith("https://"):
+            problems.append(
+                f"{boundary.addon} {build} is past the v{boundary.old_before[0]}."
+                f"{boundary.old_before[1] - 1} -> v{boundary.new_from[0]}.{boundary.new_from[1]} "
+                f"boundary ({boundary.why}) and the table names no migration page"
+            )
+    return problems

@@ -11,7 +11,7 @@ from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.eks import versions
-from hyperpod_cdk.ops.aws import paginate
+from hyperpod_cdk.ops.aws import call_or_none, paginate
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
 
 CERT_MANAGER = "cert-manager"
@@ -77,6 +77,57 @@ def check_addon_versions(config: EnvironmentConfig, eks: Any) -> list[Check]:
             )
         )
     return checks
+
+
+def check_addon_upgrades(config: EnvironmentConfig, eks: Any) -> list[Check]:
+    """An installed add-on the deploy would move across a boundary of
+    :data:`~hyperpod_cdk.eks.versions.UPGRADE_BOUNDARIES` (the task governance add-on from
+    v1.3.x to v1.5+) fails, with the documented migration as the fix, instead of failing in
+    CloudFormation. Reads the add-on with DescribeAddon on the adopted cluster, or on the
+    app's own EKS cluster once deployed; nothing is checked before the add-on exists."""
+    if config.is_slurm:
+        return []
+    settings = config.eks_settings
+    cluster = (
+        settings.cluster_arn.rsplit("/", 1)[-1] if settings.cluster_arn else config.eks_cluster_name
+    )
+    kubernetes = settings.kubernetes_version
+    checks = []
+    for addon in app_addons(config):
+        boundaries = versions.upgrade_boundaries(addon)
+        if not boundaries:
+            continue
+        pinned = versions.addon_version(addon, kubernetes)
+        name = f"eks add-on {addon} upgrade"
+        # ResourceNotFoundException: no such cluster (not deployed yet) or no such add-on
+        found = call_or_none(
+            eks.describe_addon, ["ResourceNotFoundException"], clusterName=cluster, addonName=addon
+        )
+        installed = str((found or {}).get("addon", {}).get("addonVersion") or "")
+        if not installed:
+            checks.append(passed(name, f"not on {cluster} yet: the deploy installs {pinned}"))
+            continue
+        crossed = [b for b in boundaries if _crosses(b, installed, pinned)]
+        if not crossed:
+            checks.append(passed(name, f"{installed} on {cluster} -> {pinned}: an in-place update"))
+            continue
+        boundary = crossed[0]
+        checks.append(
+            failed(
+                name,
+                f"{installed} on {cluster} cannot be updated in place to {pinned}: {boundary.why}",
+                f"migrate first as AWS documents (back up, update, restore): {boundary.migration}; "
+                "then deploy again",
+            )
+        )
+    return checks
+
+
+def _crosses(boundary: versions.UpgradeBoundary, installed: str, pinned: str) -> bool:
+    try:
+        return boundary.crosses(installed, pinned)
+    except ValueError:  # a build label this app cannot read: leave it to the update
+        return False
 
 
 def _version_key(version: str) -> tuple[int, ...]:
