@@ -34,9 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IDependable
 
+from hyperpod_cdk.alerts.construct import HyperPodAlerts, HyperPodRollbackAlarms
 from hyperpod_cdk.checkov_skips import FrameworkCheckovSkips
 from hyperpod_cdk.cluster import (
     AccountingDatabaseRef,
@@ -46,6 +48,7 @@ from hyperpod_cdk.cluster import (
 )
 from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT, lifecycle_bucket_name
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.alerts import all_rollback_alarm_names, auto_rollback_groups
 from hyperpod_cdk.config.facts import closed_network_endpoints
 from hyperpod_cdk.config.node_setup import exporter_images, lifecycle_extra_files
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
@@ -424,15 +427,7 @@ class LifecycleStack(EnvironmentStack):
             [arn for image in exporter_images(config) if (arn := image.repository_arn())]
         )
         # a rolling update reads the groups' rollback alarms
-        alarms = self.execution_role.grant_describe_alarms(
-            [
-                name
-                for g in cluster_cfg.instance_groups
-                for update in (g.scheduled_update, g.auto_patch)
-                if update is not None
-                for name in update.rollback_alarms
-            ]
-        )
+        alarms = self.execution_role.grant_describe_alarms(all_rollback_alarm_names(config))
         for role in self.configured_roles:
             self.execution_role.lifecycle_policy.attach_to_role(role)
             if alarms is not None:
@@ -548,6 +543,7 @@ class ClusterStack(EnvironmentStack):
         self.cluster.resource.override_logical_id("HyperPodCluster")
         output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
         output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
+        self._alerts(config)
         controller = next(
             (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"),
             None,
@@ -575,6 +571,44 @@ class ClusterStack(EnvironmentStack):
         )
         if config.is_slurm and login:
             self._run_as_session(config, login)
+
+    def _alerts(self, config: EnvironmentConfig) -> None:
+        """``alerts`` and the groups' ``rollback_alarms: auto``, beside the cluster: they read its
+        ARN from this template (a replaced cluster changes their references here, no weak
+        reference); the auto alarms are made before the cluster, which names them."""
+        settings = config.alerts
+        self.alerts: HyperPodAlerts | None = None
+        if settings is not None:
+            topic = (
+                sns.Topic.from_topic_arn(self, "AlertsTopic", settings.sns_topic_arn)
+                if settings.sns_topic_arn
+                else None
+            )
+            self.alerts = HyperPodAlerts(
+                self,
+                "Alerts",
+                cluster_arn=self.cluster.cluster_arn,
+                cluster_name=config.cluster_name,
+                event_levels=settings.event_levels,
+                node_health=settings.node_health,
+                emails=settings.emails,
+                topic=topic,
+                # on Slurm the health agent's GPU faults reach no EventBridge rule
+                health_agent_logs=config.is_slurm and settings.node_health,
+            )
+            output(self, "AlertsTopicArn", self.alerts.topic.topic_arn, "Where alerts go (SNS)")
+        self.rollback_alarms: HyperPodRollbackAlarms | None = None
+        groups = auto_rollback_groups(config)
+        if groups:
+            self.rollback_alarms = HyperPodRollbackAlarms(
+                self,
+                "RollbackAlarms",
+                cluster_arn=self.cluster.cluster_arn,
+                cluster_name=config.cluster_name,
+                groups=groups,
+                topic=self.alerts.topic if self.alerts is not None else None,
+            )
+            self.rollback_alarms.before(self.cluster.resource)
 
     def _run_as_session(self, config: EnvironmentConfig, login: str) -> None:
         """A Session Manager document with run-as, so that people reach the login node as their

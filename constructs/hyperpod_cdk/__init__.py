@@ -58,6 +58,9 @@ _EXPORTS = {
     "HyperPodEksAddons": "hyperpod_cdk.eks.addons",
     "HyperPodEksCluster": "hyperpod_cdk.eks.cluster",
     "HyperPodNodeWait": "hyperpod_cdk.eks.node_wait",
+    # alerts
+    "HyperPodAlerts": "hyperpod_cdk.alerts.construct",
+    "HyperPodRollbackAlarms": "hyperpod_cdk.alerts.construct",
     # log encryption
     "EncryptLogGroups": "hyperpod_cdk.log_encryption",
     "LogsKey": "hyperpod_cdk.log_encryption",
@@ -68,6 +71,7 @@ _EXPORTS = {
     "acknowledge": "hyperpod_cdk.nag",
     "register_compliance_packs": "hyperpod_cdk.nag",
     # config: models
+    "AlertsConfig": "hyperpod_cdk.config.alerts",
     "AutoPatch": "hyperpod_cdk.config",
     "ClusterConfig": "hyperpod_cdk.config",
     "DataRepositoryAssociation": "hyperpod_cdk.config",
@@ -103,6 +107,7 @@ _EXPORTS = {
 __all__ = [
     "AccountingDatabaseRef",
     "AdoptedEksCluster",
+    "AlertsConfig",
     "AutoPatch",
     "ClusterAutoScalingRole",
     "ClusterConfig",
@@ -119,6 +124,7 @@ __all__ = [
     "ExecutionRole",
     "FileSystemHandle",
     "FsxConfig",
+    "HyperPodAlerts",
     "HyperPodChecks",
     "HyperPodCluster",
     "HyperPodDependencies",
@@ -126,6 +132,7 @@ __all__ = [
     "HyperPodEksCluster",
     "HyperPodNetwork",
     "HyperPodNodeWait",
+    "HyperPodRollbackAlarms",
     "IamConfig",
     "InstanceGroup",
     "Issue",
@@ -161,6 +168,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from hyperpod_cdk.alerts.construct import HyperPodAlerts, HyperPodRollbackAlarms
     from hyperpod_cdk.checks import HyperPodChecks
     from hyperpod_cdk.cluster import (
         AccountingDatabaseRef,
@@ -197,6 +205,7 @@ if TYPE_CHECKING:
         validate,
         validate_file,
     )
+    from hyperpod_cdk.config.alerts import AlertsConfig
     from hyperpod_cdk.config.models import EksAddons, EksDependencies
     from hyperpod_cdk.config.node_setup import NodeSetup
     from hyperpod_cdk.context import recommended_context

@@ -47,6 +47,10 @@ def by_name(checks: list[Check]) -> dict[str, Check]:
     return result
 
 
+# signing names whose IAM action prefix differs
+IAM_PREFIXES = {"monitoring": "cloudwatch"}
+
+
 class StubbedAws:
     """One stubbed client per service; calling it is a :data:`ClientFactory`."""
 
@@ -68,6 +72,8 @@ class StubbedAws:
             stubber = Stubber(client)
             stubber.activate()
             signing = client.meta.service_model.signing_name
+            # the IAM prefix of the action: CloudWatch signs as "monitoring"
+            signing = IAM_PREFIXES.get(signing, signing)
             client.meta.events.register_first(
                 "before-parameter-build.*.*",
                 lambda model, **_: self.called.add(f"{signing}:{model.name}"),
@@ -307,6 +313,33 @@ def addon_versions(aws: StubbedAws, addon: str, kubernetes: str, offered: list[s
         aws.stub("eks").add_response("describe_addon_versions", response, params)
 
 
+def eks_cluster_name(config: EnvironmentConfig) -> str:
+    """The EKS cluster the app uses: the adopted one's name, else the one it creates."""
+    arn = config.eks_settings.cluster_arn
+    return arn.rsplit("/", 1)[-1] if arn else config.eks_cluster_name
+
+
+def addon_absent(aws: StubbedAws, config: EnvironmentConfig, addon: str) -> None:
+    """DescribeAddon: the add-on (or the cluster) is not there yet."""
+    aws.error(
+        "eks",
+        "describe_addon",
+        "ResourceNotFoundException",
+        {"clusterName": eks_cluster_name(config), "addonName": addon},
+    )
+
+
+def addon_installed(aws: StubbedAws, config: EnvironmentConfig, addon: str, version: str) -> None:
+    """DescribeAddon: ``addon`` runs ``version`` on the config's EKS cluster."""
+    name = eks_cluster_name(config)
+    aws.stub("eks").add_response(
+        "describe_addon",
+        {"addon": {"addonName": addon, "clusterName": name, "addonVersion": version,
+                   "status": "ACTIVE"}},
+        {"clusterName": name, "addonName": addon},
+    )  # fmt: skip
+
+
 def cluster_absent(aws: StubbedAws, name: str) -> None:
     aws.error("sagemaker", "describe_cluster", "ResourceNotFound", {"ClusterName": name},
               message=f"Cluster {name} not found")  # fmt: skip
@@ -513,7 +546,8 @@ def healthy_account(
     order the checks ask (each client keeps its own queue). ``leave_out`` names answers a test
     queues itself: ``availability_zones``, ``quotas``, ``bootstrap``, ``shared_cluster`` (the
     adopted EKS cluster's ListAddons and DescribeCluster), ``task_governance`` (DescribeType,
-    ListAccessEntries)."""
+    ListAccessEntries), ``addon_upgrades`` (DescribeAddon of an add-on with an upgrade
+    boundary)."""
     from hyperpod_cdk.eks import versions
     from hyperpod_cdk.ops.addons import app_addons
     from hyperpod_cdk.ops.capacity import referenced_az_ids
@@ -585,6 +619,10 @@ def healthy_account(
     for addon in app_addons(config):
         kubernetes = settings_eks.kubernetes_version
         addon_versions(aws, addon, kubernetes, [versions.addon_version(addon, kubernetes)])
+    if "addon_upgrades" not in leave_out:
+        for addon in app_addons(config):
+            if versions.upgrade_boundaries(addon):
+                addon_absent(aws, config, addon)
     if not config.is_slurm and settings_eks.cluster_arn and "shared_cluster" not in leave_out:
         name = settings_eks.cluster_arn.rsplit("/", 1)[-1]
         aws.stub("eks").add_response("list_addons", {"addons": []}, {"clusterName": name})
@@ -611,6 +649,19 @@ def healthy_account(
     for key in dict.fromkeys(g.ebs_kms_key_arn for g in config.cluster.instance_groups):
         if key:
             ebs_key(aws, key, account=account)
+    from hyperpod_cdk.ops.alerts import named_rollback_alarms
+
+    alarms = list(named_rollback_alarms(config))
+    if alarms:
+        aws.stub("cloudwatch").add_response(
+            "describe_alarms",
+            {"MetricAlarms": [{"AlarmName": name} for name in alarms], "CompositeAlarms": []},
+            {
+                "AlarmNames": alarms,
+                "AlarmTypes": ["MetricAlarm", "CompositeAlarm"],
+                "MaxRecords": 100,
+            },
+        )
     if config.is_slurm:
         cluster_absent(aws, config.cluster_name)
     cluster_absent(aws, config.cluster_name)

@@ -9,6 +9,7 @@ import botocore.exceptions
 import pytest
 from ops_testkit import (
     ACCOUNT,
+    IAM_PREFIXES,
     PROJECT_ROOT,
     StubbedAws,
     by_name,
@@ -73,6 +74,7 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "accounting database engine",
         "accounting database AMI",
         "ebs keys",
+        "rollback alarms",
         "slurm partitions",
         "cluster name shared-vpc",
         "cdk bootstrap",
@@ -241,11 +243,12 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         "rds": "rds",
         "cloudformation": "cloudformation",
         "ssm": "ssm",
+        "cloudwatch": "cloudwatch",
     }
     for action in READ_ONLY_ACTIONS:
         prefix, operation = action.split(":")
         model = session.get_service_model(prefixes[prefix])
-        assert model.signing_name == prefix
+        assert IAM_PREFIXES.get(model.signing_name, model.signing_name) == prefix
         assert operation in model.operation_names, action
         assert operation.startswith(("Describe", "List", "Get", "BatchGet")), action
 

@@ -158,7 +158,7 @@ def test_image_id(shipped) -> None:
         assert group.get("ImageId") == config.image_id, config.name
 
 
-def expected_deployment(update) -> dict[str, Any]:
+def expected_deployment(update, cluster_name: str, group_name: str) -> dict[str, Any]:
     expected: dict[str, Any] = {}
     if update.batch_count is not None:
         expected["RollingUpdatePolicy"] = {
@@ -170,7 +170,12 @@ def expected_deployment(update) -> dict[str, Any]:
         }
     if update.wait_seconds is not None:
         expected["WaitIntervalInSeconds"] = update.wait_seconds
-    if update.rollback_alarms:
+    if update.rollback_alarms == "auto":
+        # the group's own alarm (tests/stacks/test_stack_alerts.py checks that it exists)
+        expected["AutoRollbackConfiguration"] = [
+            {"AlarmName": f"{cluster_name}-{group_name}-rollback"}
+        ]
+    elif update.rollback_alarms:
         expected["AutoRollbackConfiguration"] = [{"AlarmName": a} for a in update.rollback_alarms]
     return expected
 
@@ -183,7 +188,8 @@ def test_scheduled_update(shipped) -> None:
             continue
         actual = group["ScheduledUpdateConfig"]
         assert actual["ScheduleExpression"] == update.schedule, config.name
-        assert actual.get("DeploymentConfig", {}) == expected_deployment(update), config.name
+        expected = expected_deployment(update, shipped.config.cluster_name, config.name)
+        assert actual.get("DeploymentConfig", {}) == expected, config.name
 
 
 def test_auto_patch(shipped) -> None:
@@ -194,7 +200,8 @@ def test_auto_patch(shipped) -> None:
             continue
         actual = group["AutoPatchConfig"]
         assert actual["PatchingStrategy"] == patch.strategy, config.name
-        assert actual.get("DeploymentConfig", {}) == expected_deployment(patch), config.name
+        expected = expected_deployment(patch, shipped.config.cluster_name, config.name)
+        assert actual.get("DeploymentConfig", {}) == expected, config.name
 
 
 def test_every_group_runs_as_the_execution_role(shipped) -> None:

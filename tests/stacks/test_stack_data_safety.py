@@ -132,7 +132,8 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
             "researchfullstorageSlurmAccountingInstanceSecretB0F507A93fdaad7efa858a3daf9490cf0a702aeb": SECRET,
         },
         "nodes": {"ScriptsBucketC04F7688": BUCKET, "ScriptsAccessLogsAAB6C044": BUCKET},
-        "cluster": {"HyperPodCluster": HYPERPOD},
+        # the alerts key encrypts the topic and the log bridge's dead letters
+        "cluster": {"HyperPodCluster": HYPERPOD, "AlertsKey9E1197AF": KEY},
         "data-repositories": {
             "AssociationsDatasets922C32EA": DRA,
             "AssociationsCheckpoints73D3A0AA": DRA,

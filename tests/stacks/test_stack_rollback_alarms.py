@@ -19,11 +19,18 @@ def test_named_rollback_alarms_can_be_read_and_nothing_else(synthesized) -> None
             n
             for g in synth.config.cluster.instance_groups
             for u in (g.scheduled_update, g.auto_patch)
-            if u is not None
+            if u is not None and u.rollback_alarms != "auto"
             for n in u.rollback_alarms
         }
+        # `rollback_alarms: auto`: the group's own alarm
+        | {
+            f"{synth.config.cluster_name}-{g.name}-rollback"
+            for g in synth.config.cluster.instance_groups
+            for u in (g.scheduled_update, g.auto_patch)
+            if u is not None and u.rollback_alarms == "auto"
+        }
     )
-    assert names  # the full example names one
+    assert len(names) == 2  # the full example names one and asks for one auto alarm
     (statement,) = _alarm_statements(synth)
     assert statement["Action"] == "cloudwatch:DescribeAlarms"
     resources = (

@@ -5,6 +5,9 @@
 - ``log_bridge/handler.py`` (:data:`LOG_BRIDGE_DIR`, a Lambda asset): on Slurm, the health
   monitoring agent's GPU faults reach no EventBridge rule; the function reads them from the
   cluster's log group (a CloudWatch Logs subscription) and publishes the same kind of alert.
+- :mod:`hyperpod_cdk.alerts.construct`: the CDK constructs that deploy them
+  (:class:`~hyperpod_cdk.alerts.construct.HyperPodAlerts`) and the groups' ``rollback_alarms:
+  auto`` alarms (:class:`~hyperpod_cdk.alerts.construct.HyperPodRollbackAlarms`).
 """
 
 from __future__ import annotations

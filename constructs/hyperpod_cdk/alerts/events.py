@@ -120,6 +120,29 @@ def rule_patterns(
     return patterns
 
 
+def rollback_pattern(cluster_arn: str, group: str) -> Pattern:
+    """The pattern of a group's ``rollback_alarms: auto`` rule: this cluster's Error events of
+    ``group`` (Continuous provisioning only) or any node of the cluster turning unhealthy.
+
+    A node health event names no instance group (only the instance), so an unhealthy node of
+    another group also rolls the group's update back: the cautious side for an AMI rollout.
+    """
+    return {
+        "source": [SOURCE],
+        "resources": [cluster_arn],
+        "$or": [
+            {
+                "detail-type": [DETAIL_TYPES[CLUSTER_EVENT]],
+                "detail": {"EventDetails": {"InstanceGroupName": [group], "EventLevel": ["Error"]}},
+            },
+            {
+                "detail-type": [DETAIL_TYPES[NODE_HEALTH]],
+                "detail": {"HealthSummary": {"HealthStatus": [{"anything-but": [HEALTHY]}]}},
+            },
+        ],
+    }
+
+
 # -- the matcher -------------------------------------------------------------------------------
 
 

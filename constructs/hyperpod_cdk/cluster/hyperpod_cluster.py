@@ -10,6 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
+from hyperpod_cdk.config.alerts import rollback_alarm_names
 from hyperpod_cdk.config.models import AutoPatch, ClusterConfig, InstanceGroup, ScheduledUpdate
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 from hyperpod_cdk.storage.openzfs import OpenZfsHandle
@@ -52,7 +53,7 @@ class LifecycleRef:
 
 
 def _deployment_config(
-    update: ScheduledUpdate | AutoPatch,
+    update: ScheduledUpdate | AutoPatch, alarm_names: Sequence[str]
 ) -> _Props.DeploymentConfigProperty | None:
     batch: _Props.CapacitySizeConfigProperty | None = None
     if update.batch_count is not None:
@@ -61,16 +62,14 @@ def _deployment_config(
         batch = _Props.CapacitySizeConfigProperty(
             type="CAPACITY_PERCENTAGE", value=update.batch_percent
         )
-    if batch is None and update.wait_seconds is None and not update.rollback_alarms:
+    if batch is None and update.wait_seconds is None and not alarm_names:
         return None
     return _Props.DeploymentConfigProperty(
         rolling_update_policy=_Props.RollingUpdatePolicyProperty(maximum_batch_size=batch)
         if batch
         else None,
         wait_interval_in_seconds=update.wait_seconds,
-        auto_rollback_configuration=[
-            _Props.AlarmDetailsProperty(alarm_name=a) for a in update.rollback_alarms
-        ]
+        auto_rollback_configuration=[_Props.AlarmDetailsProperty(alarm_name=a) for a in alarm_names]
         or None,
     )
 
@@ -162,6 +161,8 @@ class HyperPodCluster(Construct):
                 eks=_Props.ClusterOrchestratorEksConfigProperty(cluster_arn=eks_cluster_arn)
             )
         )
+        # the name of the groups' `rollback_alarms: auto` alarms
+        self._cluster_name = cluster_name
         self.resource = _Props(
             self,
             "Resource",
@@ -315,7 +316,14 @@ class HyperPodCluster(Construct):
             scheduled_update_config=(
                 _Props.ScheduledUpdateConfigProperty(
                     schedule_expression=group.scheduled_update.schedule,
-                    deployment_config=_deployment_config(group.scheduled_update),
+                    deployment_config=_deployment_config(
+                        group.scheduled_update,
+                        rollback_alarm_names(
+                            group.scheduled_update,
+                            cluster_name=self._cluster_name,
+                            group_name=group.name,
+                        ),
+                    ),
                 )
                 if group.scheduled_update
                 else None
@@ -323,7 +331,12 @@ class HyperPodCluster(Construct):
             auto_patch_config=(
                 _Props.AutoPatchConfigProperty(
                     patching_strategy=group.auto_patch.strategy,
-                    deployment_config=_deployment_config(group.auto_patch),
+                    deployment_config=_deployment_config(
+                        group.auto_patch,
+                        rollback_alarm_names(
+                            group.auto_patch, cluster_name=self._cluster_name, group_name=group.name
+                        ),
+                    ),
                 )
                 if group.auto_patch
                 else None

@@ -206,9 +206,9 @@ InstanceType = Annotated[
 # EventBridge-style cron with six fields (minutes hours day-of-month month day-of-week year),
 # the ScheduleExpression of ScheduledUpdateConfig.
 CRON_PATTERN = r"^cron\(\S+( \S+){5}\)$"
-AlarmName = Annotated[str, StringConstraints(min_length=1, max_length=255)]
-# DeploymentConfiguration.AutoRollbackConfiguration: 1..10 alarms.
-RollbackAlarms = Annotated[list[AlarmName], Field(max_length=10)]
+# The alerts section and the rollback alarms (`auto` or names) live in their own module.
+from hyperpod_cdk.config.alerts import AlertsConfig, RollbackAlarms  # noqa: E402
+
 CompliancePack = Literal["AwsSolutions", "NIST80053R5", "HIPAA", "PCIDSS321"]
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
@@ -370,8 +370,9 @@ from hyperpod_cdk.config.storage import (  # noqa: E402, F401
 class TieredStorageConfig(StrictModel):
     """eks only: HyperPod managed tiered checkpointing memory."""
 
-    memory_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] = Field(
-        default=20, description="Share of instance memory given to the tiered storage."
+    # AWS documents 20-100 (managed-tier-checkpointing-setup); the service fails on 1-19 today
+    memory_percent: Annotated[int, Field(ge=20, le=100), WHOLE_NUMBER] = Field(
+        default=20, description="Share of instance memory given to the tiered storage (20-100)."
     )
 
 
@@ -433,20 +434,53 @@ class ScheduledUpdate(StrictModel):
     )
     rollback_alarms: RollbackAlarms = Field(
         default_factory=list,
-        description="CloudWatch alarm names that roll the update back (at most 10).",
+        description="CloudWatch alarm names that roll the update back (at most 10), or auto: "
+        "the app creates the group's alarm (its unhealthy-node and error events).",
     )
+
+
+# What the config says of a value the HyperPod API has and AWS::SageMaker::Cluster cannot
+# express yet (HYPERPOD_FACTS 2026-11-24): refused with this reason, never accepted and dropped.
+NOT_IN_CLOUDFORMATION = (
+    "is in the HyperPod API but not in CloudFormation (AWS::SageMaker::Cluster) yet, so the "
+    "app cannot set it"
+)
+
+
+def _refuse_api_only(value: Any, api_only: tuple[str, ...], instead: str) -> Any:
+    for item in value if isinstance(value, list) else [value]:
+        if item in api_only:
+            raise ValueError(f"{item} {NOT_IN_CLOUDFORMATION}; use {instead}")
+    return value
 
 
 class AutoPatch(StrictModel):
     """Automatic security-patch AMI updates of a group (AutoPatchConfig)."""
 
-    strategy: Literal["WhenIdle", "WhenAllIdle"]
+    strategy: Literal["WhenIdle", "WhenAllIdle"] = Field(
+        description="WhenIdle or WhenAllIdle (DrainFirst is not in CloudFormation yet)."
+    )
     batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = None
     batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
         None
     )
     wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = None
-    rollback_alarms: RollbackAlarms = Field(default_factory=list)
+    rollback_alarms: RollbackAlarms = Field(
+        default_factory=list,
+        description="As scheduled_update.rollback_alarms: names, [] for none, or auto.",
+    )
+    # in the API only: accepted as keys so that the rules refuse them with the reason
+    idle_wait_seconds: Any = Field(
+        default=None, description="IdleWaitWindowInSeconds: not in CloudFormation yet (refused)."
+    )
+    drain_policy: Any = Field(
+        default=None, description="DrainPolicy: not in CloudFormation yet (refused)."
+    )
+
+    @field_validator("strategy", mode="before")
+    @classmethod
+    def _refuse_drain_first(cls, value: Any) -> Any:
+        return _refuse_api_only(value, ("DrainFirst",), "WhenIdle or WhenAllIdle")
 
 
 KubernetesKey = Annotated[
@@ -517,7 +551,9 @@ class InstanceGroup(StrictModel):
     )
     ebs_kms_key_arn: KmsKeyArn | None = None
     deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
-        default_factory=list, description="GPU and Trainium groups only."
+        default_factory=list,
+        description="GPU and Trainium groups only (MultiNodeTrainingValidation is not in "
+        "CloudFormation yet).",
     )
     training_plan_arn: (
         Annotated[
@@ -573,6 +609,13 @@ class InstanceGroup(StrictModel):
     ] = Field(default_factory=dict, description="eks only: Kubernetes node labels.")
     taints: list[Taint] = Field(default_factory=list, description="eks only: Kubernetes taints.")
 
+    @field_validator("deep_health_checks", mode="before")
+    @classmethod
+    def _refuse_multi_node_validation(cls, value: Any) -> Any:
+        return _refuse_api_only(
+            value, ("MultiNodeTrainingValidation",), "InstanceStress and InstanceConnectivity"
+        )
+
     @field_validator("deep_health_checks")
     @classmethod
     def _unique_checks(cls, value: list[str]) -> list[str]:
@@ -599,6 +642,10 @@ class InstanceGroup(StrictModel):
     def all_instance_types(self) -> list[str]:
         """Every instance type this group may run."""
         return [self.instance_type] if self.instance_type else list(self.instance_types)
+
+
+# cluster.node_pools and its rules live in their own module (built on StrictModel).
+from hyperpod_cdk.config.autoscaling import NodePool  # noqa: E402
 
 
 class ClusterConfig(StrictModel):
@@ -632,6 +679,11 @@ class ClusterConfig(StrictModel):
     )
     cluster_role_arn: RoleArn | None = None
     tiered_storage: TieredStorageConfig | None = None
+    node_pools: list[NodePool] = Field(
+        default_factory=list,
+        description="eks only, with auto_scaling: instance groups Karpenter scales from 0, "
+        "each pool one HyperpodNodeClass and one NodePool.",
+    )
     slurm: SlurmSettings | None = Field(default=None, description="slurm only.")
     node_setup: NodeSetup = Field(
         default_factory=NodeSetup,
@@ -1014,6 +1066,9 @@ class EnvironmentConfig(StrictModel):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     cluster: ClusterConfig
     eks: EksConfig | None = Field(default=None, description="eks only.")
+    alerts: AlertsConfig | None = Field(
+        default=None, description="Who is told when the cluster breaks (docs/alerts.md)."
+    )
 
     @field_validator("compliance_packs")
     @classmethod
@@ -1065,6 +1120,8 @@ class EnvironmentConfig(StrictModel):
             or addons.task_governance
             or addons.observability
             or self.fsx_csi_driver_enabled
+            # the node pools' objects (the cluster-objects release)
+            or bool(self.cluster.node_pools)
         )
 
     @property

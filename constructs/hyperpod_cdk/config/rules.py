@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.alerts import check_alerts
+from hyperpod_cdk.config.autoscaling import check_autoscaling
 from hyperpod_cdk.config.models import (
     NEW_VPC_KEYS,
     ClusterConfig,
@@ -76,12 +78,14 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     check_storage(cfg, out)
     _check_cluster(cfg.cluster, cfg, out)
     _check_groups(cfg.cluster, cfg, out)
+    check_autoscaling(cfg, out)
     _check_instance_types(cfg, out)
     _check_eks(cfg, out)
     _check_eks_dependencies(cfg, out)
     _check_eks_addons(cfg, out)
     check_task_governance(cfg, out)
     check_node_setup(cfg, project_root, out)
+    check_alerts(cfg, out)
     if project_root is not None:
         _check_lifecycle_dir(cfg.cluster, project_root, out)
     return out.issues

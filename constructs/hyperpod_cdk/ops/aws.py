@@ -358,6 +358,7 @@ READ_ONLY_ACTIONS = (
     "fsx:DescribeFileSystems",
     "eks:DescribeCluster",
     "eks:DescribeAddonVersions",
+    "eks:DescribeAddon",
     "eks:ListAddons",
     "eks:ListAccessEntries",
     "ecr:BatchGetImage",
@@ -365,5 +366,6 @@ READ_ONLY_ACTIONS = (
     "cloudformation:DescribeStacks",
     "cloudformation:DescribeStackResource",
     "cloudformation:DescribeType",
+    "cloudwatch:DescribeAlarms",
     "ssm:GetParameter",
 )

@@ -25,7 +25,8 @@ from hyperpod_cdk.ops import (
     shared_cluster,
     task_governance,
 )
-from hyperpod_cdk.ops.addons import check_addon_versions
+from hyperpod_cdk.ops.addons import check_addon_upgrades, check_addon_versions
+from hyperpod_cdk.ops.alerts import check_rollback_alarms
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
     describe_error,
@@ -83,7 +84,14 @@ def _steps(
             lambda: adopted.check_file_system(config, clients("fsx"), clients("ec2")),
         ),
         Step("eks cluster", ("eks",), lambda: adopted.check_eks_cluster(config, clients("eks"))),
-        Step("eks add-ons", ("eks",), lambda: check_addon_versions(config, clients("eks"))),
+        Step(
+            "eks add-ons",
+            ("eks",),
+            lambda: [
+                *check_addon_versions(config, clients("eks")),
+                *check_addon_upgrades(config, clients("eks")),
+            ],
+        ),
         Step(
             "shared cluster",
             ("eks", "sts"),
@@ -119,6 +127,11 @@ def _steps(
             ),
         ),
         Step("ebs keys", ("kms",), lambda: instance_groups.check_ebs_keys(config, clients("kms"))),
+        Step(
+            "rollback alarms",
+            ("cloudwatch",),
+            lambda: check_rollback_alarms(config, clients("cloudwatch")),
+        ),
         Step(
             "slurm partitions",
             ("sagemaker",),
