@@ -12,12 +12,13 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
-from constructs import Construct, IConstruct
+from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
-from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
+from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.iam.aspects import RolePath
-from hyperpod_cdk.nag import acknowledge, nag_ref
+from hyperpod_cdk.nag import acknowledge
+from hyperpod_cdk.provider_framework import acknowledge_provider_framework, cfn_function
 
 HANDLER_DIR = Path(__file__).parent / "node_wait_handler"
 RESOURCE_TYPE = "Custom::HyperPodNodeWait"
@@ -248,7 +249,7 @@ class HyperPodNodeWait(Construct):
                 "The AWS managed Lambda execution policy grants the handler only log writing; "
                 "AWS keeps it current for the Lambda service.",
             )
-            cfn = _cfn(function)
+            cfn = cfn_function(function)
             skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
             skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
             if in_vpc:
@@ -269,73 +270,18 @@ class HyperPodNodeWait(Construct):
     def _acknowledge_framework(self) -> None:
         """cdk-nag findings and checkov skips of CDK's provider framework (three functions and
         the waiter state machine), which no setting of ``Provider`` changes."""
-        handlers = (self.on_event_function, self.is_complete_function)
-        frameworks = _framework_functions(self.provider)
-        what = "CDK's provider framework function of the HyperPod node wait"
-        outside = (
-            f"{what} only invokes the node wait handlers (Lambda API), starts or is run by its "
-            "waiter state machine and answers CloudFormation's pre-signed S3 URL; it holds no "
-            "data, reaches nothing in the VPC, and a closed network of this app has no Step "
-            "Functions endpoint."
-        )
-        for function in frameworks:
-            # in_vpc=True: that LambdaInsideVPC reason is about S3 copies; this one's follows
-            acknowledge_framework_function(function, in_vpc=True)
-            acknowledge_controls(function, "LambdaInsideVPC", outside)
-            acknowledge(
-                function,
-                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
-                "CDK's provider framework function writes its logs with the AWS managed Lambda "
-                "execution policy, which grants only log writing.",
-            )
-            for handler in handlers:
-                acknowledge(
-                    function,
-                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(handler), 'Arn')}:*]",
-                    "CDK's provider framework invokes every version of the node wait handler "
-                    "function and nothing else (CDK custom-resource provider pattern).",
-                )
-            cfn = _cfn(function)
-            skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
-            skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
-            skip_check(cfn, "CKV_AWS_117", outside)
-            skip_check(
-                cfn,
-                "CKV_AWS_173",
-                f"{what}: its environment holds only the ARNs aws-cdk-lib writes (the handlers, "
-                "the waiter state machine), no secret; Lambda encrypts it at rest with an AWS "
-                "managed key.",
-            )
-
-        waiter = self.provider.node.find_child("waiter-state-machine")
-        for function in frameworks:
-            if function.node.id != "framework-onEvent":  # the only one the waiter does not run
-                acknowledge(
-                    waiter,
-                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(function), 'Arn')}:*]",
-                    "The provider framework's waiter state machine invokes every version of the "
-                    "framework's isComplete and onTimeout functions and nothing else.",
-                )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF1",
-            "The provider framework's waiter has one task: the framework's isComplete function, "
-            "retried every 30 seconds. Each attempt logs in that function's and the node wait "
-            "handler's log groups, and Step Functions keeps the execution history. Logging ALL "
-            "events would add a log group and, as the framework enables it, logs:* on every "
-            "resource for the state machine's role, for nothing those logs lack.",
-        )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF2",
-            "X-Ray traces of the provider framework's one-task waiter would show only the Lambda "
-            "invocations its functions already log; aws-cdk-lib's Provider has no tracing setting.",
-        )
-        acknowledge_controls(
-            waiter.node.find_child("Role").node.find_child("DefaultPolicy"),
-            "IAMNoInlinePolicy",
-            "CDK writes this inline policy for the provider framework's waiter state machine from "
-            "its grants: it only invokes the framework's isComplete and onTimeout functions.",
+        acknowledge_provider_framework(
+            self.provider,
+            (self.on_event_function, self.is_complete_function),
+            name="node wait",
+            outside=(
+                "CDK's provider framework function of the HyperPod node wait only invokes the "
+                "node wait handlers (Lambda API), starts or is run by its waiter state machine "
+                "and answers CloudFormation's pre-signed S3 URL; it holds no data, reaches "
+                "nothing in the VPC, and a closed network of this app has no Step Functions "
+                "endpoint."
+            ),
+            interval_seconds=int(QUERY_INTERVAL.to_seconds()),
         )
 
 
@@ -345,18 +291,3 @@ def _framework_timeout(timeout_seconds: float) -> cdk.Duration:
     interval = QUERY_INTERVAL.to_seconds()
     attempts = math.ceil((timeout_seconds + FRAMEWORK_MARGIN.to_seconds()) / interval)
     return cdk.Duration.seconds(attempts * interval)
-
-
-def _framework_functions(provider: cr.Provider) -> list[lambda_.Function]:
-    """The Lambda functions CDK's provider framework makes (onEvent, isComplete, onTimeout)."""
-    return [
-        child
-        for child in provider.node.children
-        if isinstance(child, lambda_.Function) and child.node.id.startswith("framework-")
-    ]
-
-
-def _cfn(function: IConstruct) -> lambda_.CfnFunction:
-    cfn = function.node.default_child
-    assert isinstance(cfn, lambda_.CfnFunction)
-    return cfn

@@ -23,11 +23,12 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
 from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
-from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
+from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.task_governance import TaskGovernance, Team, namespace_of
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
 from hyperpod_cdk.iam.aspects import RolePath
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref, nag_region
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
+from hyperpod_cdk.provider_framework import acknowledge_provider_framework, cfn_function
 
 SCHEDULER_CONFIG_TYPE = "AWS::SageMaker::ClusterSchedulerConfig"
 COMPUTE_QUOTA_TYPE = "AWS::SageMaker::ComputeQuota"
@@ -449,85 +450,24 @@ class HyperPodTaskGovernance(Construct):
                 "The AWS managed Lambda execution policy grants the handler only log writing; "
                 "AWS keeps it current for the Lambda service.",
             )
-            cfn = _cfn(function)
+            cfn = cfn_function(function)
             skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
             skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
             skip_check(cfn, "CKV_AWS_117", outside)
 
-        frameworks = [
-            child
-            for child in provider.node.children
-            if isinstance(child, lambda_.Function) and child.node.id.startswith("framework-")
-        ]
-        framework = "CDK's provider framework function of HyperPod task governance"
-        framework_outside = (
-            f"{framework} only invokes the task governance handlers (Lambda API), starts or is "
-            "run by its waiter state machine and answers CloudFormation's pre-signed S3 URL."
-        )
-        for function in frameworks:
-            acknowledge_framework_function(function, in_vpc=True)
-            acknowledge_controls(function, "LambdaInsideVPC", framework_outside)
-            acknowledge(
-                function,
-                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
-                "CDK's provider framework function writes its logs with the AWS managed Lambda "
-                "execution policy, which grants only log writing.",
-            )
-            for handler in handlers:
-                acknowledge(
-                    function,
-                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(handler), 'Arn')}:*]",
-                    "CDK's provider framework invokes every version of the task governance "
-                    "handler function and nothing else (CDK custom-resource provider pattern).",
-                )
-            cfn = _cfn(function)
-            skip_check(cfn, "CKV_AWS_115", f"{framework}: {DEPLOY_TIME_ONLY}.")
-            skip_check(cfn, "CKV_AWS_116", f"{framework}: {CUSTOM_RESOURCE_FAILURES}.")
-            skip_check(cfn, "CKV_AWS_117", framework_outside)
-            skip_check(
-                cfn,
-                "CKV_AWS_173",
-                f"{framework}: its environment holds only the ARNs aws-cdk-lib writes (the "
-                "handlers, the waiter state machine), no secret; Lambda encrypts it at rest with "
-                "an AWS managed key.",
-            )
-        waiter = provider.node.find_child("waiter-state-machine")
-        for function in frameworks:
-            if function.node.id != "framework-onEvent":
-                acknowledge(
-                    waiter,
-                    f"AwsSolutions-IAM5[Resource::{nag_ref(_cfn(function), 'Arn')}:*]",
-                    "The provider framework's waiter state machine invokes every version of the "
-                    "framework's isComplete and onTimeout functions and nothing else.",
-                )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF1",
-            "The provider framework's waiter has one task: the framework's isComplete function, "
-            "retried every 20 seconds. Each attempt logs in that function's and the task "
-            "governance handler's log groups, and Step Functions keeps the execution history; "
-            "logging ALL events would add logs:* on every resource for the state machine's role.",
-        )
-        acknowledge(
-            waiter,
-            "AwsSolutions-SF2",
-            "X-Ray traces of the provider framework's one-task waiter would show only the Lambda "
-            "invocations its functions already log; aws-cdk-lib's Provider has no tracing setting.",
-        )
-        acknowledge_controls(
-            waiter.node.find_child("Role").node.find_child("DefaultPolicy"),
-            "IAMNoInlinePolicy",
-            "CDK writes this inline policy for the provider framework's waiter state machine from "
-            "its grants: it only invokes the framework's isComplete and onTimeout functions.",
+        acknowledge_provider_framework(
+            provider,
+            handlers,
+            name="task governance",
+            outside=(
+                "CDK's provider framework function of HyperPod task governance only invokes the "
+                "task governance handlers (Lambda API), starts or is run by its waiter state "
+                "machine and answers CloudFormation's pre-signed S3 URL."
+            ),
+            interval_seconds=int(QUERY_INTERVAL.to_seconds()),
         )
 
 
 def team_namespaces(governance: TaskGovernance) -> list[str]:
     """The namespaces the service creates, one per team."""
     return [namespace_of(team.name) for team in governance.teams]
-
-
-def _cfn(function: IConstruct) -> lambda_.CfnFunction:
-    cfn = function.node.default_child
-    assert isinstance(cfn, lambda_.CfnFunction)
-    return cfn

@@ -1,0 +1,122 @@
+"""The cdk-nag findings and checkov skips of CDK's custom-resource provider framework.
+
+``aws_cdk.custom_resources.Provider`` with an ``is_complete`` handler makes three framework
+functions (onEvent, isComplete, onTimeout) and a waiter state machine, none of which a setting of
+``Provider`` changes. Every provider of this library (the node wait, task governance) answers
+their findings the same way, here, with the reasons naming which provider it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import custom_resources as cr
+from constructs import IConstruct
+
+from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
+from hyperpod_cdk.nag import acknowledge, nag_ref
+
+_BASIC_EXECUTION = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+
+
+def framework_functions(provider: cr.Provider) -> list[lambda_.Function]:
+    """The Lambda functions CDK's provider framework makes (onEvent, isComplete, onTimeout)."""
+    return [
+        child
+        for child in provider.node.children
+        if isinstance(child, lambda_.Function) and child.node.id.startswith("framework-")
+    ]
+
+
+def cfn_function(function: IConstruct) -> lambda_.CfnFunction:
+    """The ``AWS::Lambda::Function`` of an L2 function."""
+    cfn = function.node.default_child
+    assert isinstance(cfn, lambda_.CfnFunction)
+    return cfn
+
+
+def acknowledge_provider_framework(
+    provider: cr.Provider,
+    handlers: Sequence[lambda_.Function],
+    *,
+    name: str,
+    outside: str,
+    interval_seconds: int,
+) -> None:
+    """Answer the findings of ``provider``'s framework functions and waiter.
+
+    :param handlers: the provider's own handlers (on_event, is_complete): the framework invokes
+        every version of them.
+    :param name: what the provider is, e.g. ``"node wait"`` (its handlers are "the <name>
+        handler").
+    :param outside: why the framework functions run outside the VPC.
+    :param interval_seconds: the waiter's query interval.
+    """
+    frameworks = framework_functions(provider)
+    what = f"CDK's provider framework function of the HyperPod {name}"
+    for function in frameworks:
+        # in_vpc=True: that LambdaInsideVPC reason is about S3 copies; this one's follows
+        acknowledge_framework_function(function, in_vpc=True)
+        acknowledge_controls(function, "LambdaInsideVPC", outside)
+        acknowledge(
+            function,
+            f"AwsSolutions-IAM4[Policy::{_BASIC_EXECUTION}]",
+            "CDK's provider framework function writes its logs with the AWS managed Lambda "
+            "execution policy, which grants only log writing.",
+        )
+        for handler in handlers:
+            acknowledge(
+                function,
+                f"AwsSolutions-IAM5[Resource::{nag_ref(cfn_function(handler), 'Arn')}:*]",
+                f"CDK's provider framework invokes every version of the {name} handler "
+                "function and nothing else (CDK custom-resource provider pattern).",
+            )
+        cfn = cfn_function(function)
+        skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
+        skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
+        skip_check(cfn, "CKV_AWS_117", outside)
+        skip_check(
+            cfn,
+            "CKV_AWS_173",
+            f"{what}: its environment holds only the ARNs aws-cdk-lib writes (the handlers, "
+            "the waiter state machine), no secret; Lambda encrypts it at rest with an AWS "
+            "managed key.",
+        )
+    _acknowledge_waiter(provider, frameworks, name, interval_seconds)
+
+
+def _acknowledge_waiter(
+    provider: cr.Provider, frameworks: Sequence[lambda_.Function], name: str, interval: int
+) -> None:
+    waiter = provider.node.find_child("waiter-state-machine")
+    for function in frameworks:
+        if function.node.id != "framework-onEvent":  # the only one the waiter does not run
+            acknowledge(
+                waiter,
+                f"AwsSolutions-IAM5[Resource::{nag_ref(cfn_function(function), 'Arn')}:*]",
+                "The provider framework's waiter state machine invokes every version of the "
+                "framework's isComplete and onTimeout functions and nothing else.",
+            )
+    acknowledge(
+        waiter,
+        "AwsSolutions-SF1",
+        "The provider framework's waiter has one task: the framework's isComplete function, "
+        f"retried every {interval} seconds. Each attempt logs in that function's and the {name} "
+        "handler's log groups, and Step Functions keeps the execution history. Logging ALL "
+        "events would add a log group and, as the framework enables it, logs:* on every "
+        "resource for the state machine's role, for nothing those logs lack.",
+    )
+    acknowledge(
+        waiter,
+        "AwsSolutions-SF2",
+        "X-Ray traces of the provider framework's one-task waiter would show only the Lambda "
+        "invocations its functions already log; aws-cdk-lib's Provider has no tracing setting.",
+    )
+    acknowledge_controls(
+        waiter.node.find_child("Role").node.find_child("DefaultPolicy"),
+        "IAMNoInlinePolicy",
+        "CDK writes this inline policy for the provider framework's waiter state machine from "
+        "its grants: it only invokes the framework's isComplete and onTimeout functions.",
+    )
