@@ -85,7 +85,7 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         },
         "eks": {"EksCluster": EKS, "EksSecretsKey89C78FFD": KEY},
         "nodes": {"ScriptsBucketC04F7688": BUCKET, "ScriptsAccessLogsAAB6C044": BUCKET},
-        "cluster": {"HyperPodCluster": HYPERPOD},
+        "cluster": {"HyperPodCluster": HYPERPOD, "AlertsKey9E1197AF": KEY},
         "eks-addons": {
             "AddonsPrometheusWorkspaceDEF592DB": PROMETHEUS,
             "AddonsPrometheusLogsD506ADD8": LOGS,
