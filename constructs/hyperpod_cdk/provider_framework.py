@@ -37,6 +37,37 @@ def cfn_function(function: IConstruct) -> lambda_.CfnFunction:
     return cfn
 
 
+def acknowledge_deploy_time_handler(function: lambda_.Function, what: str) -> None:
+    """Answer the findings every deploy-time custom-resource handler of a provider shares: no
+    reserved concurrency, no dead-letter queue, the AWS managed basic execution policy.
+
+    :param what: the handler's name in the checkov comments, e.g. ``"The HyperPod node wait
+        handler"``.
+    """
+    acknowledge_controls(
+        function,
+        "LambdaConcurrency",
+        "A deploy-time custom-resource handler; reserved concurrency would take from the "
+        "account's unreserved pool and fails the deploy in accounts at the minimum of 10.",
+    )
+    acknowledge_controls(
+        function,
+        "LambdaDLQ",
+        "A deploy-time custom-resource handler: CloudFormation waits for its result and "
+        "fails the stack operation on error, so a dead-letter queue would hold nothing.",
+    )
+    assert function.role is not None
+    acknowledge(
+        function.role,
+        f"AwsSolutions-IAM4[Policy::{_BASIC_EXECUTION}]",
+        "The AWS managed Lambda execution policy grants the handler only log writing; "
+        "AWS keeps it current for the Lambda service.",
+    )
+    cfn = cfn_function(function)
+    skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
+    skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
+
+
 def acknowledge_provider_framework(
     provider: cr.Provider,
     handlers: Sequence[lambda_.Function],

@@ -14,11 +14,15 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge
-from hyperpod_cdk.provider_framework import acknowledge_provider_framework, cfn_function
+from hyperpod_cdk.provider_framework import (
+    acknowledge_deploy_time_handler,
+    acknowledge_provider_framework,
+    cfn_function,
+)
 
 HANDLER_DIR = Path(__file__).parent / "node_wait_handler"
 RESOURCE_TYPE = "Custom::HyperPodNodeWait"
@@ -230,28 +234,9 @@ class HyperPodNodeWait(Construct):
         """cdk-nag findings and checkov skips of the two handlers."""
         what = "The HyperPod node wait handler"
         for function in (self.on_event_function, self.is_complete_function):
-            acknowledge_controls(
-                function,
-                "LambdaConcurrency",
-                "A deploy-time custom-resource handler; reserved concurrency would take from the "
-                "account's unreserved pool and fails the deploy in accounts at the minimum of 10.",
-            )
-            acknowledge_controls(
-                function,
-                "LambdaDLQ",
-                "A deploy-time custom-resource handler: CloudFormation waits for its result and "
-                "fails the stack operation on error, so a dead-letter queue would hold nothing.",
-            )
+            acknowledge_deploy_time_handler(function, what)
             assert function.role is not None
-            acknowledge(
-                function.role,
-                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
-                "The AWS managed Lambda execution policy grants the handler only log writing; "
-                "AWS keeps it current for the Lambda service.",
-            )
             cfn = cfn_function(function)
-            skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
-            skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
             if in_vpc:
                 acknowledge(
                     function.role,

@@ -22,13 +22,17 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
-from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.task_governance import TaskGovernance, Team, namespace_of
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
-from hyperpod_cdk.provider_framework import acknowledge_provider_framework, cfn_function
+from hyperpod_cdk.provider_framework import (
+    acknowledge_deploy_time_handler,
+    acknowledge_provider_framework,
+    cfn_function,
+)
 
 SCHEDULER_CONFIG_TYPE = "AWS::SageMaker::ClusterSchedulerConfig"
 COMPUTE_QUOTA_TYPE = "AWS::SageMaker::ComputeQuota"
@@ -61,7 +65,6 @@ QUERY_INTERVAL = cdk.Duration.seconds(20)
 # resource an hour at most
 TOTAL_TIMEOUT = cdk.Duration.minutes(30)
 
-_AWS_MANAGED = "arn:<AWS::Partition>:iam::aws:policy/service-role/"
 _BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
 
 
@@ -430,29 +433,9 @@ class HyperPodTaskGovernance(Construct):
             "this EKS cluster only; entry ARNs end in ids EKS picks.",
         )
         for function in handlers:
-            acknowledge_controls(
-                function,
-                "LambdaConcurrency",
-                "A deploy-time custom-resource handler; reserved concurrency would take from the "
-                "account's unreserved pool and fails the deploy in accounts at the minimum of 10.",
-            )
-            acknowledge_controls(
-                function,
-                "LambdaDLQ",
-                "A deploy-time custom-resource handler: CloudFormation waits for its result and "
-                "fails the stack operation on error, so a dead-letter queue would hold nothing.",
-            )
+            acknowledge_deploy_time_handler(function, what)
             acknowledge_controls(function, "LambdaInsideVPC", outside)
-            assert function.role is not None
-            acknowledge(
-                function.role,
-                f"AwsSolutions-IAM4[Policy::{_AWS_MANAGED}{_BASIC_EXECUTION}]",
-                "The AWS managed Lambda execution policy grants the handler only log writing; "
-                "AWS keeps it current for the Lambda service.",
-            )
             cfn = cfn_function(function)
-            skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
-            skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
             skip_check(cfn, "CKV_AWS_117", outside)
 
         acknowledge_provider_framework(

@@ -14,9 +14,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
-from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.nag import acknowledge
+from hyperpod_cdk.provider_framework import acknowledge_deploy_time_handler, cfn_function
 
 HANDLER_DIR = Path(__file__).parent / "key_policy_handler"
 RESOURCE_TYPE = "Custom::FsxDataKeyPolicy"
@@ -156,31 +156,11 @@ class FsxDataKeyPolicy(Construct):
 
     def _acknowledge(self, role: iam.Role) -> None:
         what = "The FSx data key policy handler"
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{_BASIC_EXECUTION}]",
-            "The AWS managed Lambda execution policy grants the handler only log writing; AWS "
-            "keeps it current for the Lambda service.",
-        )
-        acknowledge_controls(
-            self.function,
-            "LambdaConcurrency",
-            "A deploy-time custom-resource handler; reserved concurrency would take from the "
-            "account's unreserved pool and fails the deploy in accounts at the minimum of 10.",
-        )
-        acknowledge_controls(
-            self.function,
-            "LambdaDLQ",
-            "A deploy-time custom-resource handler: CloudFormation waits for its answer and fails "
-            "the stack operation on error, so a dead-letter queue would hold nothing.",
-        )
+        acknowledge_deploy_time_handler(self.function, what)
         outside = (
             f"{what} calls only the KMS API (the data key's policy) and CloudFormation's "
             "pre-signed URL during deploys; it reaches nothing in the VPC."
         )
         acknowledge_controls(self.function, "LambdaInsideVPC", outside)
-        cfn = self.function.node.default_child
-        assert isinstance(cfn, lambda_.CfnFunction)
-        skip_check(cfn, "CKV_AWS_115", f"{what}: {DEPLOY_TIME_ONLY}.")
-        skip_check(cfn, "CKV_AWS_116", f"{what}: {CUSTOM_RESOURCE_FAILURES}.")
+        cfn = cfn_function(self.function)
         skip_check(cfn, "CKV_AWS_117", outside)
