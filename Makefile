@@ -13,6 +13,8 @@ CDK_ARGS ?=
 PYTEST_ARGS ?=
 # extra arguments for preflight/status (e.g. OPS_ARGS='--profile prod')
 OPS_ARGS ?=
+# make update-notes: the earlier config, a file or git:REV (the same path at a git revision)
+BASE ?= git:HEAD
 # make verify: a comma list of checks (empty: all)
 CHECKS ?=
 # extra arguments for bench (e.g. BENCH_ARGS='--skip-tests --runs 5')
@@ -27,7 +29,8 @@ CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
-        distclean lifecycle-dry-run preflight status sync-users verify bench migrate-eks-dependencies init
+        distclean lifecycle-dry-run preflight status sync-users verify bench migrate-eks-dependencies init \
+        update-notes
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -65,6 +68,9 @@ deploy: bootstrap ## deploy every stack of CONFIG (needs AWS credentials)
 diff: bootstrap ## diff every stack of CONFIG against the deployed ones (needs AWS credentials)
 	@$(CREDENTIALS) diff "$(CONFIG)" $(CDK_ARGS)
 	@$(CDK) diff -c config="$(CONFIG)" $(CDK_ARGS)
+
+update-notes: bootstrap ## offline: what deploying CONFIG over BASE (a file or git:REV, default git:HEAD) adds, updates, replaces, deletes per stack
+	@$(WITH_ENV) $(VENV_PY) -m stacks.update_notes "$(CONFIG)" --base "$(BASE)" $(OPS_ARGS)
 
 destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are retained)
 	@$(CREDENTIALS) destroy "$(CONFIG)" $(CDK_ARGS)
