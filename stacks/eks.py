@@ -16,25 +16,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
+from aws_cdk import aws_eks_v2 as eks_v2
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.observability import METRIC_KEYS, metric_levels, observability_settings
 from hyperpod_cdk.eks.addons import (
     ENVIRONMENT_TAG,
     TASK_GOVERNANCE,
     TRAINING_OPERATOR,
+    AddonObservability,
     HyperPodEksAddons,
 )
 from hyperpod_cdk.eks.cluster import AdoptedEksCluster, HyperPodEksCluster, core_dns_addon
 from hyperpod_cdk.eks.cluster_objects import HyperPodClusterObjects
 from hyperpod_cdk.eks.dependencies import HyperPodDependencies
+from hyperpod_cdk.eks.inference import HyperPodInference
 from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
 from hyperpod_cdk.eks.task_governance import HyperPodTaskGovernance
 from hyperpod_cdk.network import HyperPodNetwork
-from hyperpod_cdk.storage import FileSystemHandle
+from hyperpod_cdk.observability.metrics import HyperPodMetrics
+from hyperpod_cdk.storage import DataBucket, FileSystemHandle
 from stacks.base import EnvironmentStack, output, ready_parameter
 from stacks.layout import cluster_identity
 
@@ -159,6 +164,18 @@ class EksDependenciesStack(EnvironmentStack):
         )
 
 
+def _addon_observability(config: EnvironmentConfig) -> AddonObservability | None:
+    """The observability add-on's settings (None: metrics off)."""
+    settings = observability_settings(config)
+    if settings is None:
+        return None
+    return AddonObservability(
+        levels={METRIC_KEYS[key]: level for key, level in metric_levels(config).items()},
+        logging=settings.logging,
+        workspace_arn=settings.prometheus_workspace_arn,
+    )
+
+
 class EksAddonsStack(EnvironmentStack):
     """What needs nodes: CoreDNS (managed), the optional add-ons and the FSx volume."""
 
@@ -172,6 +189,8 @@ class EksAddonsStack(EnvironmentStack):
         network: HyperPodNetwork,
         file_system: FileSystemHandle | None,
         hyperpod_cluster_arn: str,
+        alerts_topic_arn: str | None = None,
+        data_bucket: DataBucket | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, config=config, **kwargs)
@@ -237,8 +256,10 @@ class EksAddonsStack(EnvironmentStack):
             hyperpod_cluster_arn=self.nodes_ready.string_value,
             role_path=config.iam.role_path,
             shared_cluster=eks_cfg.cluster_arn is not None,
+            observability=_addon_observability(config),
         )
         self.addons.wait_for(waits_for)
+        self._metrics(config, network, alerts_topic_arn)
         if self.core_dns is not None:
             self.core_dns.node.add_dependency(waits_for)
         # the cluster policy and the team quotas: after the task governance add-on (its Kueue
@@ -266,6 +287,38 @@ class EksAddonsStack(EnvironmentStack):
                 provider_scope=eks_stack,
             )
             self.task_governance.wait_for(self.addons.addons[TASK_GOVERNANCE], waits_for)
+        # the inference operator with everything it needs: after the add-ons above (it uses their
+        # cert-manager and FSx CSI driver), the nodes, and the task governance add-on (Kueue's
+        # webhooks must answer before the operator's add-on is created)
+        self.inference: HyperPodInference | None = None
+        inference = eks_cfg.addons.inference_settings
+        if inference is not None:
+            adopted_provider = inference.oidc_provider_arn if eks_cfg.cluster_arn else None
+            # a created cluster's issuer (the jsii Cluster class has it, ICluster does not)
+            issuer = (
+                None
+                if adopted_provider
+                else cast(eks_v2.Cluster, cluster.cluster).cluster_open_id_connect_issuer_url
+            )
+            self.inference = HyperPodInference(
+                self,
+                "Inference",
+                addons=self.addons,
+                settings=inference,
+                environment_name=config.name,
+                hyperpod_cluster_arn=self.nodes_ready.string_value,
+                oidc_issuer_url=issuer,
+                oidc_provider_arn=adopted_provider,
+                data_bucket=data_bucket.bucket if data_bucket is not None else None,
+                data_bucket_key=data_bucket.key if data_bucket is not None else None,
+                task_governance=self.addons.addons.get(TASK_GOVERNANCE),
+                role_path=config.iam.role_path,
+                shared_cluster=eks_cfg.cluster_arn is not None,
+            )
+            self.inference.wait_for(waits_for)
+            # an ALB in the EKS subnets (two AZs) of a VPC the app creates; preflight checks
+            # the tags of adopted subnets
+            network.tag_internal_load_balancer_subnets()
         # the node pools' HyperpodNodeClass and NodePool and the teams' RBAC: a release after
         # the HyperPod cluster (its ARN through the parameter above) and after the quotas,
         # which make the teams' namespaces
@@ -288,3 +341,43 @@ class EksAddonsStack(EnvironmentStack):
             self.cluster_objects.wait_for(self.nodes_ready)
             if self.task_governance is not None:
                 self.cluster_objects.wait_for(*self.task_governance.waiting)
+
+    def _metrics(
+        self, config: EnvironmentConfig, network: HyperPodNetwork, alerts_topic_arn: str | None
+    ) -> None:
+        """The add-on's workspace gets AWS's alert rules and, when this app made it, an alert
+        manager that routes them to the alerts topic (cluster stack, deployed before this one);
+        Grafana beside it."""
+        self.metrics: HyperPodMetrics | None = None
+        self.grafana: Any = None
+        settings = observability_settings(config)
+        if settings is None:
+            return
+        self.metrics = HyperPodMetrics(
+            self,
+            "Metrics",
+            cluster_name=config.cluster_name,
+            orchestrator="eks",
+            workspace=self.addons.prometheus_workspace,
+            workspace_arn=settings.prometheus_workspace_arn,
+            alert_rules=settings.alert_rules,
+            alerts_topic_arn=alerts_topic_arn if settings.alert_rules else None,
+        )
+        output(self, "PrometheusWorkspaceArn", self.metrics.workspace_arn,
+               "Amazon Managed Prometheus workspace of the cluster's metrics")  # fmt: skip
+        output(self, "PrometheusEndpoint", self.metrics.prometheus_endpoint,
+               "Its Prometheus query endpoint")  # fmt: skip
+        if settings.grafana:
+            from hyperpod_cdk.observability.grafana import HyperPodGrafana
+
+            self.grafana = HyperPodGrafana(
+                self,
+                "Grafana",
+                name=config.name,
+                orchestrator="eks",
+                prometheus_workspace_arn=self.metrics.workspace_arn,
+                prometheus_endpoint=self.metrics.prometheus_endpoint,
+                role_path=config.iam.role_path,
+                network=network,
+            )
+            output(self, "GrafanaUrl", self.grafana.url, "Amazon Managed Grafana (dashboards)")

@@ -51,11 +51,18 @@ from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.alerts import all_rollback_alarm_names, auto_rollback_groups
 from hyperpod_cdk.config.facts import closed_network_endpoints
 from hyperpod_cdk.config.node_setup import exporter_images, lifecycle_extra_files
+from hyperpod_cdk.config.observability import (
+    METRIC_KEYS,
+    extension_version,
+    metric_levels,
+    observability_settings,
+)
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
 from hyperpod_cdk.lifecycle_settings import node_settings
 from hyperpod_cdk.log_encryption import EncryptLogGroups
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.observability.metrics import HyperPodMetrics
 from hyperpod_cdk.storage import (
     DataBucket,
     DataRepositoryAssociations,
@@ -163,6 +170,7 @@ class NetworkStack(EnvironmentStack):
                     config.cluster.slurm_settings.accounting_database
                     or config.cluster.node_setup.directory is not None
                 ),
+                observability=observability_settings(config),
             ),
             egress_scope=egress.network_scope if egress is not None else None,
         )
@@ -544,6 +552,7 @@ class ClusterStack(EnvironmentStack):
         output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
         output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
         self._alerts(config)
+        self._metrics(config, network, nodes)
         controller = next(
             (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"),
             None,
@@ -609,6 +618,53 @@ class ClusterStack(EnvironmentStack):
                 topic=self.alerts.topic if self.alerts is not None else None,
             )
             self.rollback_alarms.before(self.cluster.resource)
+
+    def _metrics(
+        self, config: EnvironmentConfig, network: HyperPodNetwork, nodes: LifecycleStack
+    ) -> None:
+        """Slurm ``observability``: the Prometheus workspace, its alert rules routed to the
+        alerts topic, the ``sagemaker-observability`` extension on this cluster (the nodes'
+        execution roles may remote-write into this workspace only) and Grafana. On EKS the
+        eks-addons stack holds them, beside the observability add-on."""
+        self.metrics: HyperPodMetrics | None = None
+        self.grafana: Any = None
+        settings = observability_settings(config)
+        if settings is None or not config.is_slurm:
+            return
+        topic = self.alerts.topic.topic_arn if self.alerts is not None else None
+        self.metrics = HyperPodMetrics(
+            self,
+            "Metrics",
+            cluster_name=config.cluster_name,
+            orchestrator="slurm",
+            workspace_arn=settings.prometheus_workspace_arn,
+            alert_rules=settings.alert_rules,
+            alerts_topic_arn=topic if settings.alert_rules else None,
+            cluster_arn=self.cluster.cluster_arn,
+            levels={METRIC_KEYS[key]: level for key, level in metric_levels(config).items()},
+            logging=settings.logging,
+            extension_version=extension_version(settings),
+            node_roles=[nodes.execution_role.role, *nodes.configured_roles],
+            role_path=config.iam.role_path,
+        )
+        output(self, "PrometheusWorkspaceArn", self.metrics.workspace_arn,
+               "Amazon Managed Prometheus workspace of the cluster's metrics")  # fmt: skip
+        output(self, "PrometheusEndpoint", self.metrics.prometheus_endpoint,
+               "Its Prometheus query endpoint")  # fmt: skip
+        if settings.grafana:
+            from hyperpod_cdk.observability.grafana import HyperPodGrafana
+
+            self.grafana = HyperPodGrafana(
+                self,
+                "Grafana",
+                name=config.name,
+                orchestrator="slurm",
+                prometheus_workspace_arn=self.metrics.workspace_arn,
+                prometheus_endpoint=self.metrics.prometheus_endpoint,
+                role_path=config.iam.role_path,
+                network=network,
+            )
+            output(self, "GrafanaUrl", self.grafana.url, "Amazon Managed Grafana (dashboards)")
 
     def _run_as_session(self, config: EnvironmentConfig, login: str) -> None:
         """A Session Manager document with run-as, so that people reach the login node as their
@@ -749,8 +805,9 @@ def build_environment(
     if eks_dependencies is not None and needs_eks_addons(config):
         eks_addons = EksAddonsStack(
             scope, f"{prefix}-eks-addons", config=config, eks_stack=eks_dependencies,
-            network=network.network, file_system=storage.file_system,
+            network=network.network, file_system=storage.file_system, data_bucket=storage.data,
             hyperpod_cluster_arn=cluster.cluster.cluster_arn, env=env,
+            alerts_topic_arn=cluster.alerts.topic.topic_arn if cluster.alerts else None,
             description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
         )  # fmt: skip
     data_repositories = None

@@ -92,7 +92,7 @@ def notes(before: Templates, after: Templates, region: str) -> list[ResourceChan
 
 def _retained(change: ResourceChange, before: Templates) -> bool:
     resource = before.get(change.stack, {}).get("Resources", {}).get(change.logical_id, {})
-    return resource.get("DeletionPolicy") == "Retain"
+    return bool(resource.get("DeletionPolicy") == "Retain")
 
 
 def render(
@@ -204,9 +204,9 @@ def main(argv: Sequence[str] | None = None, project_root: Path = PROJECT_ROOT) -
                     raise BaseError(
                         f"{args.config} is outside the repository: a git base needs a config in it"
                     ) from None
-                base_file: Path | None = base_root / relative
-                if not base_file.is_file():
-                    base_file = None  # a new environment: every stack is new
+                at_revision = base_root / relative
+                # not there: a new environment, every stack is new
+                base_file: Path | None = at_revision if at_revision.is_file() else None
             else:
                 base_root, base_file = project_root, Path(args.base).resolve()
                 if not base_file.is_file():

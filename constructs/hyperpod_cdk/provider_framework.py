@@ -1,9 +1,10 @@
 """The cdk-nag findings and checkov skips of CDK's custom-resource provider framework.
 
 ``aws_cdk.custom_resources.Provider`` with an ``is_complete`` handler makes three framework
-functions (onEvent, isComplete, onTimeout) and a waiter state machine, none of which a setting of
-``Provider`` changes. Every provider of this library (the node wait, task governance) answers
-their findings the same way, here, with the reasons naming which provider it is.
+functions (onEvent, isComplete, onTimeout) and a waiter state machine, without one only onEvent;
+no setting of ``Provider`` changes them. Every provider of this library (the node wait, task
+governance, the observability extension, Grafana) answers their findings the same way, here,
+with the reasons naming which provider it is.
 """
 
 from __future__ import annotations
@@ -83,10 +84,13 @@ def acknowledge_provider_framework(
     :param name: what the provider is, e.g. ``"node wait"`` (its handlers are "the <name>
         handler").
     :param outside: why the framework functions run outside the VPC.
-    :param interval_seconds: the waiter's query interval.
+    :param interval_seconds: the waiter's query interval (unused without ``is_complete``: such a
+        provider has one framework function and no waiter).
     """
     frameworks = framework_functions(provider)
     what = f"CDK's provider framework function of the HyperPod {name}"
+    # only a provider with an is_complete handler has the waiter
+    waited = provider.node.try_find_child("waiter-state-machine") is not None
     for function in frameworks:
         # in_vpc=True: that LambdaInsideVPC reason is about S3 copies; this one's follows
         acknowledge_framework_function(function, in_vpc=True)
@@ -112,10 +116,11 @@ def acknowledge_provider_framework(
             cfn,
             "CKV_AWS_173",
             f"{what}: its environment holds only the ARNs aws-cdk-lib writes (the handlers, "
-            "the waiter state machine), no secret; Lambda encrypts it at rest with an AWS "
-            "managed key.",
+            + ("the waiter state machine" if waited else "no waiter")
+            + "), no secret; Lambda encrypts it at rest with an AWS managed key.",
         )
-    _acknowledge_waiter(provider, frameworks, name, interval_seconds)
+    if waited:
+        _acknowledge_waiter(provider, frameworks, name, interval_seconds)
 
 
 def _acknowledge_waiter(

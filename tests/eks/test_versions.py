@@ -47,6 +47,9 @@ def test_optional_addons_are_the_hyperpod_addons() -> None:
         "amazon-sagemaker-hyperpod-taskgovernance",
         "amazon-sagemaker-hyperpod-observability",
         "aws-fsx-csi-driver",
+        "aws-mountpoint-s3-csi-driver",
+        "metrics-server",
+        "amazon-sagemaker-hyperpod-inference",
     }
 
 

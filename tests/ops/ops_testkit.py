@@ -535,6 +535,36 @@ def task_governance_types(aws: StubbedAws, region: str) -> None:
             )
 
 
+def observability_answers(aws: StubbedAws, config: EnvironmentConfig) -> None:
+    """Queue what the observability checks of a healthy account read: the pinned extension
+    version offered (Slurm), an adopted workspace ACTIVE with an alert manager definition."""
+    from hyperpod_cdk.config.observability import extension_version, observability_settings
+
+    settings = observability_settings(config)
+    if settings is None:
+        return
+    if config.is_slurm:
+        aws.stub("sagemaker").add_response(
+            "list_cluster_extension_versions",
+            {"ExtensionVersions": [{"ExtensionVersion": extension_version(settings)}]},
+            {"ExtensionName": "sagemaker-observability", "MaxResults": 100},
+        )
+    if settings.prometheus_workspace_arn:
+        workspace_id = settings.prometheus_workspace_arn.rsplit("/", 1)[-1]
+        aws.stub("amp").add_response(
+            "describe_workspace",
+            {"workspace": {"workspaceId": workspace_id, "arn": settings.prometheus_workspace_arn,
+                           "status": {"statusCode": "ACTIVE"}, "createdAt": "2026-11-01"}},
+            {"workspaceId": workspace_id},
+        )  # fmt: skip
+        aws.stub("amp").add_response(
+            "describe_alert_manager_definition",
+            {"alertManagerDefinition": {"status": {"statusCode": "ACTIVE"}, "data": b"x",
+                                        "createdAt": "2026-11-01", "modifiedAt": "2026-11-01"}},
+            {"workspaceId": workspace_id},
+        )  # fmt: skip
+
+
 def healthy_account(
     aws: StubbedAws,
     config: EnvironmentConfig,
@@ -662,6 +692,17 @@ def healthy_account(
                 "MaxRecords": 100,
             },
         )
+    observability_answers(aws, config)
+    from hyperpod_cdk.ops.grafana import grafana_wanted
+
+    if grafana_wanted(config):
+        aws.stub("sso-admin").add_response(
+            "list_instances",
+            {"Instances": [{"InstanceArn": "arn:aws:sso:::instance/ssoins-1234567890abcdef",
+                            "IdentityStoreId": "d-1234567890", "Status": "ACTIVE"}]},
+            {},
+        )  # fmt: skip
+        aws.stub("grafana").add_response("list_versions", {"grafanaVersions": ["9.4", "10.4"]}, {})
     if config.is_slurm:
         cluster_absent(aws, config.cluster_name)
     cluster_absent(aws, config.cluster_name)

@@ -32,6 +32,10 @@ def test_every_optional_addon_of_eks_full() -> None:
         "amazon-sagemaker-hyperpod-taskgovernance",
         "amazon-sagemaker-hyperpod-observability",
         "aws-fsx-csi-driver",
+        # eks.addons.inference (cert-manager is the training operator's)
+        "aws-mountpoint-s3-csi-driver",
+        "metrics-server",
+        "amazon-sagemaker-hyperpod-inference",
     ]
 
 

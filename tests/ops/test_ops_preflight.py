@@ -69,12 +69,15 @@ def test_the_checks_of_an_adopting_config(aws: StubbedAws) -> None:
         "eks add-ons",
         "shared cluster",
         "task governance",
+        "inference",
         "health agent image",
         "exporter images",
         "accounting database engine",
         "accounting database AMI",
         "ebs keys",
         "rollback alarms",
+        "observability",
+        "grafana",
         "slurm partitions",
         "cluster name shared-vpc",
         "cdk bootstrap",
@@ -244,6 +247,11 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
         "cloudformation": "cloudformation",
         "ssm": "ssm",
         "cloudwatch": "cloudwatch",
+        "iam": "iam",
+        "s3": "s3",
+        "sso": "sso-admin",
+        "grafana": "grafana",
+        "aps": "amp",
     }
     for action in READ_ONLY_ACTIONS:
         prefix, operation = action.split(":")

@@ -43,7 +43,6 @@ VOLATILE = re.compile(
 )
 
 
-
 def volatile_create_only_values(
     templates: Templates, *, types: Mapping[str, Any] | None = None, region: str = "us-west-2"
 ) -> list[str]:

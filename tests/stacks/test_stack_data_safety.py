@@ -89,6 +89,9 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         "eks-addons": {
             "AddonsPrometheusWorkspaceDEF592DB": PROMETHEUS,
             "AddonsPrometheusLogsD506ADD8": LOGS,
+            # eks.addons.inference: the TLS certificate bucket and its access logs
+            "InferenceTlsBucketE4784458": BUCKET,
+            "InferenceTlsBucketAccessLogsE38B981C": BUCKET,
         },
         "data-repositories": {"AssociationsDatasets922C32EA": DRA},
     },
@@ -133,7 +136,12 @@ PINNED_IDS: dict[str, dict[str, dict[str, str]]] = {
         },
         "nodes": {"ScriptsBucketC04F7688": BUCKET, "ScriptsAccessLogsAAB6C044": BUCKET},
         # the alerts key encrypts the topic and the log bridge's dead letters
-        "cluster": {"HyperPodCluster": HYPERPOD, "AlertsKey9E1197AF": KEY},
+        "cluster": {
+            "HyperPodCluster": HYPERPOD,
+            "AlertsKey9E1197AF": KEY,
+            "MetricsPrometheusWorkspace175FEA03": PROMETHEUS,
+            "MetricsPrometheusLogs1752E3A2": LOGS,
+        },
         "data-repositories": {
             "AssociationsDatasets922C32EA": DRA,
             "AssociationsCheckpoints73D3A0AA": DRA,

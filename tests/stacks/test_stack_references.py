@@ -102,6 +102,11 @@ TABLE: dict[tuple[str, str, str], Row] = {
         "EKS cluster name", None, f"{_FIXED} (the name is in the config)"
     ),
     ("eks", "AWS::EKS::Cluster", "Arn"): Row("EKS cluster ARN", None, _FIXED),
+    ("eks", "AWS::EKS::Cluster", "OpenIdConnectIssuerUrl"): Row(
+        "EKS cluster OIDC issuer URL (the IAM OIDC provider of eks.addons.inference)",
+        None,
+        f"{_FIXED} (EKS assigns it when the cluster is created and never changes it in place)",
+    ),
     ("eks-dependencies", "AWS::SSM::Parameter", "Value"): Row(
         "EKS cluster ARN (Ready, set after the dependencies)", None, _FIXED
     ),
@@ -110,6 +115,12 @@ TABLE: dict[tuple[str, str, str], Row] = {
     ),
     ("eks-dependencies", "AWS::Lambda::Function", "Arn"): Row(
         "node wait service token", None, f"{_FIXED} (the function is updated in place)"
+    ),
+    ("cluster", "AWS::SNS::Topic", "Ref"): Row(
+        "alerts topic ARN (where the EKS workspace's alert manager sends)",
+        None,
+        f"{_FIXED} (the app sets no create-only property of the topic, so it is never replaced; "
+        "an existing topic, alerts.sns_topic_arn, is a literal of the consumer's own template)",
     ),
     ("cluster", "AWS::SageMaker::Cluster", "ClusterArn"): Row(
         "HyperPod cluster ARN",

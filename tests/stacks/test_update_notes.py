@@ -101,7 +101,10 @@ def test_the_text_marks_data_and_what_the_retain_policy_keeps() -> None:
     changes = update_notes.notes(before, after, "us-west-2")
     text = update_notes.render(changes, before, after, title="t")
     assert "one: 1 replaced" in text
-    assert "DATA: the shared file system: its data; its DeletionPolicy Retain keeps the old one" in text
+    assert (
+        "DATA: the shared file system: its data; its DeletionPolicy Retain keeps the old one"
+        in text
+    )
     assert "two: unchanged" in text
     assert "new: new stack (0 resources)" in text
     assert "old: REMOVED from the app" in text

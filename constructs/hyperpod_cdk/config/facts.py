@@ -101,6 +101,8 @@ INTERFACE_ENDPOINT_SERVICES = (
     "eks-auth",
     "elasticloadbalancing",
     "fsx",
+    "grafana",
+    "grafana-workspace",
     "kms",
     "lambda",
     "logs",
@@ -140,12 +142,33 @@ EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth", "lambda")
 SECRETS_ENDPOINT = "secretsmanager"
 
 
-def closed_network_endpoints(*, eks: bool, reads_secrets: bool) -> tuple[str, ...]:
-    """The interface endpoints a closed network gets for an environment."""
+# ... with metrics on (observability.enabled or grafana): remote write to Amazon Managed
+# Prometheus from the nodes ("aps-workspaces", AMP user guide "Using Amazon Managed Service for
+# Prometheus with interface VPC endpoints"); with Grafana: the handler that installs the data
+# source and dashboards runs in the VPC and calls the Grafana API ("grafana") and the workspace's
+# HTTP API ("grafana-workspace"): Amazon Managed Grafana user guide "Interface VPC endpoints",
+# com.amazonaws.<region>.grafana and com.amazonaws.<region>.grafana-workspace (read 2026-11-25).
+METRICS_ENDPOINTS = ("aps-workspaces",)
+GRAFANA_ENDPOINTS = ("grafana", "grafana-workspace")
+
+
+def closed_network_endpoints(
+    *, eks: bool, reads_secrets: bool, observability: object | None = None
+) -> tuple[str, ...]:
+    """The interface endpoints a closed network gets for an environment.
+
+    :param observability: the effective ``observability`` section when metrics are on
+        (``config.observability.observability_settings``), None when they are off; its
+        ``grafana`` field adds the Grafana endpoints.
+    """
+    metrics = observability is not None
+    grafana = metrics and bool(getattr(observability, "grafana", False))
     return (
         *CLOSED_NETWORK_ENDPOINTS,
         *(EKS_CLOSED_NETWORK_ENDPOINTS if eks else ()),
         *((SECRETS_ENDPOINT,) if reads_secrets else ()),
+        *(METRICS_ENDPOINTS if metrics else ()),
+        *(GRAFANA_ENDPOINTS if grafana else ()),
     )
 
 
@@ -174,6 +197,17 @@ REGIONS = (
     "us-gov-east-1", "us-gov-west-1",
     # aws-cn
     "cn-north-1", "cn-northwest-1",
+)  # fmt: skip
+
+# Regions with Amazon Managed Grafana (observability.grafana): botocore 1.44.5 (pinned)
+# data/endpoints.json, service "grafana", read 2026-11-25; the same ten commercial regions and
+# the two GovCloud regions as the "Amazon Managed Grafana endpoints and quotas" page of the AWS
+# General Reference (2026). Grafana is in fewer regions than HyperPod; a test holds this table to
+# botocore's data.
+GRAFANA_REGIONS = (
+    "ap-northeast-1", "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "eu-central-1",
+    "eu-west-1", "eu-west-2", "us-east-1", "us-east-2", "us-west-2",
+    "us-gov-east-1", "us-gov-west-1",
 )  # fmt: skip
 
 # The prefix of each region's AZ IDs (usw2 in usw2-az2): the AZ ID column of "AWS Availability

@@ -209,6 +209,9 @@ CRON_PATTERN = r"^cron\(\S+( \S+){5}\)$"
 # The alerts section and the rollback alarms (`auto` or names) live in their own module.
 from hyperpod_cdk.config.alerts import AlertsConfig, RollbackAlarms  # noqa: E402
 
+# The observability section (metrics, alert rules, Grafana) lives in its own module too.
+from hyperpod_cdk.config.observability import ObservabilityConfig  # noqa: E402
+
 CompliancePack = Literal["AwsSolutions", "NIST80053R5", "HIPAA", "PCIDSS321"]
 EksLogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 
@@ -855,6 +858,15 @@ FsxCsiDriverOption = Annotated[
 ]
 
 
+# The inference switch lives in its own module (its models and rules) and builds on the types
+# above (StrictModel).
+from hyperpod_cdk.config.inference import (  # noqa: E402
+    InferenceOption,
+    InferenceSettings,
+    inference_settings,
+)
+
+
 class EksAddons(StrictModel):
     """eks only: optional HyperPod add-ons, installed after the HyperPod cluster has nodes."""
 
@@ -877,6 +889,19 @@ class EksAddons(StrictModel):
         "through which a PersistentVolumeClaim creates a new file system, with the driver's "
         "controller role limited to file systems tagged for this environment.",
     )
+    inference: InferenceOption = Field(
+        default=False,
+        description="The HyperPod inference operator add-on with everything it needs: the "
+        "Mountpoint for S3 CSI driver, metrics-server, cert-manager and FSx CSI driver add-ons, "
+        "the cluster's IAM OIDC provider, the operator's, load balancer controller's and KEDA's "
+        "roles, a TLS certificate bucket and the subnet tags for internal load balancers. A "
+        "mapping sets gateway, gated_models, tls_bucket, s3_buckets, oidc_provider_arn.",
+    )
+
+    @property
+    def inference_settings(self) -> InferenceSettings | None:
+        """The ``inference`` settings; None when the switch is off."""
+        return inference_settings(self.inference)
 
     @property
     def fsx_csi_dynamic(self) -> FsxCsiDriver | None:
@@ -1069,6 +1094,11 @@ class EnvironmentConfig(StrictModel):
     alerts: AlertsConfig | None = Field(
         default=None, description="Who is told when the cluster breaks (docs/alerts.md)."
     )
+    observability: ObservabilityConfig | None = Field(
+        default=None,
+        description="Metrics in Amazon Managed Prometheus, their alert rules and Grafana, on "
+        "both orchestrators (docs/observability.md).",
+    )
 
     @field_validator("compliance_packs")
     @classmethod
@@ -1100,10 +1130,13 @@ class EnvironmentConfig(StrictModel):
 
     @property
     def fsx_csi_driver_enabled(self) -> bool:
-        """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system."""
+        """``eks.addons.fsx_csi_driver``; left out, on when the environment has a file system
+        or the inference operator (which needs the driver) is on."""
         value = self.eks_settings.addons.fsx_csi_driver
         if value is None:
-            return self.storage.fsx.enabled
+            return (
+                self.storage.fsx.enabled or self.eks_settings.addons.inference_settings is not None
+            )
         return True if isinstance(value, FsxCsiDriver) else value
 
     @property
@@ -1118,11 +1151,20 @@ class EnvironmentConfig(StrictModel):
             eks.cluster_arn is None
             or addons.training_operator
             or addons.task_governance
-            or addons.observability
+            or self.observability_enabled
+            or addons.inference_settings is not None
             or self.fsx_csi_driver_enabled
             # the node pools' objects (the cluster-objects release)
             or bool(self.cluster.node_pools)
         )
+
+    @property
+    def observability_enabled(self) -> bool:
+        """Metrics are on: ``observability.enabled``, or on EKS the shorthand
+        ``eks.addons.observability: true``."""
+        if self.observability is not None and self.observability.enabled:
+            return True
+        return not self.is_slurm and self.eks_settings.addons.observability
 
     @property
     def eks_cluster_name(self) -> str:

@@ -102,19 +102,25 @@ class Exporters(StrictModel):
     here. The nodes log in, pull them while the lifecycle script runs (a
     failed pull fails the node) and run them as systemd units. The EFA
     exporter ships with the lifecycle scripts (Python standard library only).
+
+    They are local only: each listens on its port on the node and nothing
+    collects it (scrape the nodes from your own Prometheus in the VPC). To
+    collect metrics into Amazon Managed Prometheus, set `observability.enabled`
+    instead (HyperPod's sagemaker-observability extension, Continuous
+    provisioning): the two together are a config error (same ports, same metrics).
     """
 
     node: bool = Field(
         default=False,
-        description="Node exporter (HyperPod's node_exporter image) on every Slurm node.",
+        description="Local only: node exporter (HyperPod's node_exporter image) on every Slurm node.",
     )
     dcgm: bool = Field(
         default=False,
-        description="NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter image) on GPU nodes.",
+        description="Local only: NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter image) on GPU nodes.",
     )
     efa: bool = Field(
         default=False,
-        description="EFA exporter (the counters under /sys/class/infiniband) on nodes with EFA devices.",
+        description="Local only: EFA exporter (the counters under /sys/class/infiniband) on nodes with EFA devices.",
     )
     node_port: Port = Field(default=9100, description="Port of the node exporter.")
     dcgm_port: Port = Field(default=9400, description="Port of the DCGM exporter.")

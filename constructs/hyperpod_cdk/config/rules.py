@@ -17,6 +17,7 @@ from typing import Any, Literal
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.alerts import check_alerts
 from hyperpod_cdk.config.autoscaling import check_autoscaling
+from hyperpod_cdk.config.inference import check_inference
 from hyperpod_cdk.config.models import (
     NEW_VPC_KEYS,
     ClusterConfig,
@@ -25,6 +26,7 @@ from hyperpod_cdk.config.models import (
     NetworkConfig,
 )
 from hyperpod_cdk.config.node_setup import check_node_setup
+from hyperpod_cdk.config.observability import check_observability
 from hyperpod_cdk.config.storage import check_kms_key_region, check_storage
 from hyperpod_cdk.config.task_governance import check_task_governance
 
@@ -84,8 +86,10 @@ def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) 
     _check_eks_dependencies(cfg, out)
     _check_eks_addons(cfg, out)
     check_task_governance(cfg, out)
+    check_inference(cfg, out)
     check_node_setup(cfg, project_root, out)
     check_alerts(cfg, out)
+    check_observability(cfg, out)
     if project_root is not None:
         _check_lifecycle_dir(cfg.cluster, project_root, out)
     return out.issues
@@ -802,7 +806,12 @@ def _check_eks_addons(cfg: EnvironmentConfig, out: _Collector) -> None:
     if cfg.is_slurm:
         return
     addons = cfg.eks_settings.addons
-    if addons.fsx_csi_driver is True and not cfg.storage.fsx.enabled:
+    # (with inference the driver is wanted for the operator's own volumes, without a file system)
+    if (
+        addons.fsx_csi_driver is True
+        and not cfg.storage.fsx.enabled
+        and addons.inference_settings is None
+    ):
         out.error(
             "eks.addons.fsx_csi_driver",
             "needs a file system (storage.fsx.enabled: true): the driver mounts it into pods; "

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import aws_cdk as cdk
@@ -15,8 +16,10 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import EksAddons
+from hyperpod_cdk.config.observability import EKS_DEFAULT_LEVELS, METRIC_KEYS
 from hyperpod_cdk.eks.cluster import pinned_addon
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition
+from hyperpod_cdk.observability.metrics import new_workspace, workspace_endpoint, workspace_id_of
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 
 CERT_MANAGER = "cert-manager"
@@ -82,6 +85,29 @@ def _metric(level: str) -> dict[str, Any]:
     return {"level": level, "scrapeInterval": 30}
 
 
+@dataclass(frozen=True)
+class AddonObservability:
+    """What the observability add-on is configured with.
+
+    :param levels: ``metricsProvider`` key (``nodeMetrics``, ... ``rayMetrics``) -> DISABLED |
+        BASIC | ADVANCED.
+    :param logging: ``logging.enabled``.
+    :param workspace_arn: an existing workspace to write to; None: a new one (``PrometheusWorkspace``).
+    """
+
+    levels: Mapping[str, str]
+    logging: bool = False
+    workspace_arn: str | None = None
+
+    @classmethod
+    def defaults(cls, *, task_governance: bool) -> AddonObservability:
+        """AWS's default levels (task governance ADVANCED with its add-on), no logging."""
+        levels = dict(EKS_DEFAULT_LEVELS)
+        if task_governance:
+            levels["task_governance"] = "ADVANCED"
+        return cls({METRIC_KEYS[key]: level for key, level in levels.items()})
+
+
 class HyperPodEksAddons(Construct):
     """The optional HyperPod add-ons of ``eks.addons``, each an EKS add-on pinned in versions.py.
 
@@ -111,7 +137,9 @@ class HyperPodEksAddons(Construct):
     :param cluster: the cluster as an ``eks_v2.ICluster`` with a kubectl provider; needed
         only for the FSx PersistentVolume and claim.
     :param file_system: the Lustre file system the PersistentVolume points at.
-        ``options.fsx_csi_driver`` left out (None) means: on when this is given.
+        ``options.fsx_csi_driver`` left out (None) means: on when this is given, or when
+        ``options.inference`` is on (the inference operator needs the driver; the static
+        volume is made only with a file system).
     :param fsx_storage_capacity_gib: capacity written on the PersistentVolume.
     :param fsx_subnet_id: with ``fsx_csi_driver: {dynamic_provisioning: true}``: the subnet of
         the file systems the StorageClass creates (the HyperPod subnet).
@@ -129,6 +157,8 @@ class HyperPodEksAddons(Construct):
     :param encryption_key: customer managed key for the Prometheus workspace and its log
         group (its key policy must let CloudWatch Logs and Amazon Managed Service for
         Prometheus use it); default: AWS owned keys.
+    :param observability: the observability add-on's settings (levels, logging, an adopted
+        workspace); default: on with AWS's default levels when ``options.observability``.
     :param shared_cluster: the cluster is adopted (other teams use it): the add-ons never
         overwrite a field someone else manages (``ResolveConflicts: NONE``) and stay when the
         stack is deleted; the FSx volume's create fails on existing objects of the same name
@@ -158,12 +188,25 @@ class HyperPodEksAddons(Construct):
         permissions_boundary: iam.IManagedPolicy | None = None,
         encryption_key: kms.IKey | None = None,
         shared_cluster: bool = False,
+        observability: AddonObservability | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         driver_option = options.fsx_csi_driver
         dynamic = options.fsx_csi_dynamic
-        fsx_on = file_system is not None if driver_option is None else driver_option is not False
-        if driver_option is True and file_system is None:
+        # the inference operator needs the driver add-on, with or without a file system (the
+        # static volume below still needs one)
+        inference = options.inference_settings is not None
+        if inference and driver_option is False:
+            raise ValueError(
+                "eks.addons.inference needs the FSx CSI driver add-on; remove "
+                "eks.addons.fsx_csi_driver: false"
+            )
+        fsx_on = (
+            (file_system is not None or inference)
+            if driver_option is None
+            else driver_option is not False
+        )
+        if driver_option is True and file_system is None and not inference:
             raise ValueError(
                 "eks.addons.fsx_csi_driver: true needs a file system for its PersistentVolume; "
                 "enable storage.fsx (or adopt one) or set eks.addons.fsx_csi_driver: false"
@@ -174,7 +217,7 @@ class HyperPodEksAddons(Construct):
                 "subnet and the security groups of the file systems it creates (fsx_subnet_id=, "
                 "fsx_security_group_ids=)"
             )
-        if fsx_on and cluster is None:
+        if fsx_on and (file_system is not None or dynamic is not None) and cluster is None:
             raise ValueError(
                 "eks.addons.fsx_csi_driver: the FSx PersistentVolume and claim are Kubernetes "
                 "manifests and need the EKS cluster (an eks_v2.ICluster with a kubectl provider); "
@@ -207,11 +250,13 @@ class HyperPodEksAddons(Construct):
             self._training_operator(hyperpod_cluster_arn)
         if options.task_governance:
             self._addon("TaskGovernance", TASK_GOVERNANCE)
-        if options.observability:
-            self._observability(encryption_key, task_governance=options.task_governance)
+        self.observability_workspace_arn: str | None = None
+        if observability is None and options.observability:
+            observability = AddonObservability.defaults(task_governance=options.task_governance)
+        if observability is not None:
+            self._observability(encryption_key, observability)
         self.fsx_storage_class: eks_v2.KubernetesManifest | None = None
         if fsx_on:
-            assert cluster is not None  # checked above
             driver = self._addon("FsxCsiDriver", FSX_CSI_DRIVER)
             if file_system is not None:
                 self._fsx(
@@ -351,27 +396,19 @@ class HyperPodEksAddons(Construct):
         operator.node.add_dependency(policy)
         self.training_operator_policy = policy
 
-    def _observability(self, encryption_key: kms.IKey | None, *, task_governance: bool) -> None:
+    def _observability(self, encryption_key: kms.IKey | None, settings: AddonObservability) -> None:
         stack = cdk.Stack.of(self)
-        log_group = logs.LogGroup(
-            self,
-            "PrometheusLogs",
-            retention=logs.RetentionDays.ONE_YEAR,
-            encryption_key=encryption_key,
-        )
-        workspace = aps.CfnWorkspace(
-            self,
-            "PrometheusWorkspace",
-            alias=f"{self.cluster_name}-hyperpod",
-            kms_key_arn=encryption_key.key_arn if encryption_key else None,
-            # AMP writes rule and alert manager errors there (LoggingConfiguration needs
-            # the log group ARN with its ":*" suffix, which LogGroup.log_group_arn has)
-            logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
-                log_group_arn=log_group.log_group_arn
-            ),
-        )
-        self.prometheus_log_group = log_group
-        self.prometheus_workspace = workspace
+        if settings.workspace_arn is None:
+            # the ids the add-on's workspace always had: existing deployments keep it
+            workspace, log_group = new_workspace(
+                self, alias=f"{self.cluster_name}-hyperpod", encryption_key=encryption_key
+            )
+            self.prometheus_log_group = log_group
+            self.prometheus_workspace = workspace
+            workspace_arn, workspace_id = workspace.attr_arn, workspace.attr_workspace_id
+        else:
+            workspace_arn = settings.workspace_arn
+            workspace_id = workspace_id_of(workspace_arn)
 
         role = self._pod_role(
             "ObservabilityRole", "HyperPod observability collector (pod identity)"
@@ -391,7 +428,7 @@ class HyperPodEksAddons(Construct):
                 iam.PolicyStatement(
                     sid="PrometheusRemoteWrite",
                     actions=["aps:RemoteWrite"],
-                    resources=[workspace.attr_arn],
+                    resources=[workspace_arn],
                 ),
                 iam.PolicyStatement(
                     sid="HyperPodClusterLogs",
@@ -429,30 +466,21 @@ class HyperPodEksAddons(Construct):
         )
         # Schema as AWS's HyperPod setup writes it (aws/sagemaker-hyperpod-cluster-setup,
         # observability-template.yaml): the remote-write endpoint without a trailing slash
-        # and the workspace ARN; metric levels at that template's defaults.
+        # and the workspace ARN; every metric level the settings carry (HYPERPOD_FACTS
+        # "Observability and events": the nine metricsProvider keys, logging{enabled}).
         configuration = {
             "ampWorkspace": {
-                "prometheusEndpoint": (
-                    f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/"
-                    f"{workspace.attr_workspace_id}"
-                ),
-                "arn": workspace.attr_arn,
+                "prometheusEndpoint": workspace_endpoint(self, workspace_id, trailing_slash=False),
+                "arn": workspace_arn,
             },
-            "metricsProvider": {
-                "trainingMetrics": _metric("BASIC"),
-                "inferenceMetrics": _metric("BASIC"),
-                "taskGovernanceMetrics": _metric("ADVANCED" if task_governance else "DISABLED"),
-                "scalingMetrics": _metric("DISABLED"),
-                "clusterMetrics": _metric("BASIC"),
-                "nodeMetrics": _metric("BASIC"),
-                "acceleratedComputeMetrics": _metric("BASIC"),
-                "networkMetrics": _metric("DISABLED"),
-            },
+            "metricsProvider": {key: _metric(level) for key, level in settings.levels.items()},
+            "logging": {"enabled": settings.logging},
         }
         addon = self._addon("Observability", OBSERVABILITY, configuration=configuration)
         addon.add_resource_dependency(association)
         addon.node.add_dependency(policy)
         self.observability_policy = policy
+        self.observability_workspace_arn = workspace_arn
 
     def _fsx(
         self,

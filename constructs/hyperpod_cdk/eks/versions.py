@@ -31,6 +31,11 @@ OPTIONAL_ADDONS = (
     "amazon-sagemaker-hyperpod-taskgovernance",
     "amazon-sagemaker-hyperpod-observability",
     "aws-fsx-csi-driver",
+    # the inference operator and what it needs besides cert-manager and the FSx CSI driver
+    # (HyperPodInference)
+    "aws-mountpoint-s3-csi-driver",
+    "metrics-server",
+    "amazon-sagemaker-hyperpod-inference",
 )
 
 # HyperPod needs the Amazon VPC CNI 1.18.3 or newer (HyperPod developer guide,
@@ -94,6 +99,52 @@ _SAME_FOR_ALL = {
     # No AWS version table. SageMaker developer guide, HyperPod inference operator setup:
     # "Amazon FSx CSI Driver (minimum version: v1.6.0-eksbuild.1)" (2026).
     "aws-fsx-csi-driver": "v1.6.0-eksbuild.1",
+    # No AWS version table. SageMaker developer guide, "Setting up your HyperPod clusters for
+    # model deployment" (sagemaker-hyperpod-model-deployment-setup), Required Add-ons: "Amazon S3
+    # Mountpoint CSI Driver (minimum version: v1.14.1-eksbuild.1)" (read 2026-11-25). Newer
+    # builds exist; preflight (check_addon_versions) confirms the pin is offered for the
+    # cluster's Kubernetes version before a bump or a deploy.
+    "aws-mountpoint-s3-csi-driver": "v1.14.1-eksbuild.1",
+    # No AWS version table. Same page: "Metrics Server (minimum version: v0.7.2-eksbuild.4)"
+    # (read 2026-11-25); confirmed per Kubernetes version by preflight as above.
+    "metrics-server": "v0.7.2-eksbuild.4",
+    # No AWS version table. SageMaker developer guide, "Inference Gateway for Amazon SageMaker
+    # HyperPod Inference" (sagemaker-hyperpod-model-deployment-inference-gateway): "The Inference
+    # Gateway is available starting with version v2.0.0-eksbuild.2" and its install command pins
+    # that build (read 2026-11-25). One build with and without the gateway, so that turning
+    # eks.addons.inference.gateway on is a configuration change, not an add-on upgrade.
+    "amazon-sagemaker-hyperpod-inference": "v2.0.0-eksbuild.2",
+}
+
+# The oldest build of an add-on that the features this app turns on work with. Every pin above
+# must be at or above it (:func:`below_minimum`, tested).
+MINIMUM_VERSIONS: dict[str, tuple[str, str]] = {
+    # add-on: (minimum build, where AWS says so)
+    "aws-mountpoint-s3-csi-driver": (
+        "v1.14.1-eksbuild.1",
+        "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
+        "(HYPERPOD_FACTS 2026-11-24)",
+    ),
+    "aws-fsx-csi-driver": (
+        "v1.6.0-eksbuild.1",
+        "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
+        "(HYPERPOD_FACTS 2026-11-24)",
+    ),
+    "metrics-server": (
+        "v0.7.2-eksbuild.4",
+        "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
+        "(HYPERPOD_FACTS 2026-11-24)",
+    ),
+    "cert-manager": (
+        "v1.18.2-eksbuild.2",
+        "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
+        "(HYPERPOD_FACTS 2026-11-24)",
+    ),
+    "amazon-sagemaker-hyperpod-inference": (
+        "v2.0.0-eksbuild.2",
+        "SageMaker developer guide, sagemaker-hyperpod-model-deployment-inference-gateway, "
+        "Add-on version (the first build with the Inference Gateway; read 2026-11-25)",
+    ),
 }
 
 _PER_KUBERNETES = {"kube-proxy": _KUBE_PROXY, "coredns": _COREDNS}
@@ -133,6 +184,22 @@ def addon_version(addon: str, kubernetes_version: str) -> str:
     if per_kubernetes is not None:
         return per_kubernetes[kubernetes_version]
     return _SAME_FOR_ALL[addon]
+
+
+def below_minimum(
+    pinned: Mapping[str, str] | None = None,
+    minimums: Mapping[str, tuple[str, str]] = MINIMUM_VERSIONS,
+) -> list[str]:
+    """The pins (``{add-on: build}``, default: every add-on of this module) below their minimum
+    build, as readable lines; empty when every pin is at or above it."""
+    if pinned is None:
+        pinned = {addon: _SAME_FOR_ALL[addon] for addon in minimums if addon in _SAME_FOR_ALL}
+    problems = []
+    for addon, (minimum, source) in minimums.items():
+        build = pinned.get(addon)
+        if build is not None and parse_addon_version(build) < parse_addon_version(minimum):
+            problems.append(f"{addon} {build} is below the minimum {minimum} ({source})")
+    return problems
 
 
 # -- upgrade paths: moves of an add-on that a plain add-on update cannot make ----------------

@@ -64,6 +64,11 @@ def volume_keys(cfg: EnvironmentConfig) -> bool:
     return any(g.ebs_kms_key_arn for g in cfg.cluster.instance_groups)
 
 
+def slurm_metrics(cfg: EnvironmentConfig) -> bool:
+    """Slurm with observability on: the extension's metrics are remote-written by the nodes."""
+    return cfg.is_slurm and cfg.observability_enabled
+
+
 def rollback_alarms(cfg: EnvironmentConfig) -> bool:
     """A group's scheduled update or auto patch names rollback alarms."""
     return any(
@@ -265,6 +270,15 @@ SLURM_EXECUTION_ROLE = Table(
             "resource-level permissions).",
             when=exporter_image_pull,
             when_text=_ECR_EXPORTERS,
+        ),
+        Row(
+            "aps:RemoteWrite",
+            False,
+            True,
+            "Extra: the sagemaker-observability extension on the nodes writes the metrics into "
+            "the environment's Prometheus workspace, and only that one (docs/observability.md).",
+            when=slurm_metrics,
+            when_text="observability.enabled (the sagemaker-observability extension)",
         ),
     ),
 )

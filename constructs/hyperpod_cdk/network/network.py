@@ -26,6 +26,11 @@ _PUBLIC, _EKS, _DATABASE = 0, 1, 2
 _SMALL_SUBNET_PREFIX = 24
 
 
+# The subnet tag the AWS Load Balancer Controller discovers internal load balancer subnets by
+# (AWS Load Balancer Controller docs, "Subnet auto-discovery"; HYPERPOD_FACTS 2026-11-24).
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+
+
 def small_subnet_cidr(
     primary: ipaddress.IPv4Network, kind: int, index: int
 ) -> ipaddress.IPv4Network:
@@ -148,6 +153,8 @@ class HyperPodNetwork(Construct):
         self.compute_subnets: dict[str, ec2.ISubnet] = {}
         self.database_subnets: list[ec2.ISubnet] = []
         self.eks_subnets: list[ec2.ISubnet] = []
+        # the EKS subnets this construct creates (none in an adopted VPC)
+        self._created_eks_subnets: list[ec2.CfnSubnet] = []
         self.interface_endpoints: dict[str, ec2.InterfaceVpcEndpoint] = {}
         _check_adopted_objects(network, vpc, compute_subnets)
         if vpc is not None:
@@ -301,6 +308,8 @@ class HyperPodNetwork(Construct):
                 name = f"{label}{_az_logical_suffix(az_id)}"
                 block = small_subnet_cidr(net.cidr, kind, index)
                 subnet = self._subnet(name, cfn_vpc, az_id, block, public=False)
+                if kind == _EKS:
+                    self._created_eks_subnets.append(subnet)
                 ec2.CfnSubnetRouteTableAssociation(self, f"{name}Association", subnet_id=subnet.ref,
                                                    route_table_id=table.ref)  # fmt: skip
                 into.append(ec2.Subnet.from_subnet_attributes(
@@ -364,6 +373,15 @@ class HyperPodNetwork(Construct):
         cdk.Tags.of(subnet).add("Name", f"{cdk.Stack.of(self).stack_name}-{name.lower()}")
         cdk.Tags.of(subnet).add("network", "public" if public else "private")
         return subnet
+
+    def tag_internal_load_balancer_subnets(self) -> list[ec2.CfnSubnet]:
+        """Tag the EKS subnets this construct created ``kubernetes.io/role/internal-elb: 1``, where
+        the AWS Load Balancer Controller puts internal load balancers (the inference operator's
+        endpoints; an ALB needs subnets in two AZs, which the EKS subnets span). Adopted subnets
+        are not touched (preflight says which lack the tag). Returns the tagged subnets."""
+        for subnet in self._created_eks_subnets:
+            cdk.Tags.of(subnet).add(INTERNAL_ELB_TAG, "1")
+        return list(self._created_eks_subnets)
 
     # -- adopted VPC ---------------------------------------------------------
 

@@ -19,6 +19,9 @@ TRAINING_OPERATOR = "amazon-sagemaker-hyperpod-training-operator"
 TASK_GOVERNANCE = "amazon-sagemaker-hyperpod-taskgovernance"
 OBSERVABILITY = "amazon-sagemaker-hyperpod-observability"
 FSX_CSI_DRIVER = "aws-fsx-csi-driver"
+S3_CSI_DRIVER = "aws-mountpoint-s3-csi-driver"
+METRICS_SERVER = "metrics-server"
+INFERENCE = "amazon-sagemaker-hyperpod-inference"
 
 
 def app_addons(config: EnvironmentConfig) -> list[str]:
@@ -31,10 +34,14 @@ def app_addons(config: EnvironmentConfig) -> list[str]:
         names += [CERT_MANAGER, TRAINING_OPERATOR]
     if settings.addons.task_governance:
         names.append(TASK_GOVERNANCE)
-    if settings.addons.observability:
+    if config.observability_enabled:  # observability.enabled or eks.addons.observability
         names.append(OBSERVABILITY)
     if config.fsx_csi_driver_enabled:
         names.append(FSX_CSI_DRIVER)
+    if settings.addons.inference_settings is not None:
+        # HyperPodInference: one cert-manager per cluster (the training operator's, when there)
+        names += [n for n in (CERT_MANAGER,) if n not in names]
+        names += [S3_CSI_DRIVER, METRICS_SERVER, INFERENCE]
     return names
 
 

@@ -367,5 +367,12 @@ READ_ONLY_ACTIONS = (
     "cloudformation:DescribeStackResource",
     "cloudformation:DescribeType",
     "cloudwatch:DescribeAlarms",
+    "sagemaker:ListClusterExtensionVersions",
+    "aps:DescribeWorkspace",
+    "aps:DescribeAlertManagerDefinition",
+    "iam:GetOpenIDConnectProvider",
+    "s3:GetBucketLocation",
+    "sso:ListInstances",
+    "grafana:ListVersions",
     "ssm:GetParameter",
 )

@@ -21,7 +21,10 @@ from hyperpod_cdk.ops import (
     capacity,
     deploy_target,
     exporter_images,
+    grafana,
+    inference,
     instance_groups,
+    observability,
     shared_cluster,
     task_governance,
 )
@@ -105,6 +108,11 @@ def _steps(
             ),
         ),
         Step(
+            "inference",
+            ("iam", "eks", "ec2", "s3"),
+            lambda: inference.check_inference(config, clients),
+        ),
+        Step(
             "health agent image",
             ("ecr",),
             lambda: shared_cluster.check_agent_image(config, clients("ecr")),
@@ -131,6 +139,16 @@ def _steps(
             "rollback alarms",
             ("cloudwatch",),
             lambda: check_rollback_alarms(config, clients("cloudwatch")),
+        ),
+        Step(
+            "observability",
+            ("sagemaker", "amp"),
+            lambda: observability.check_observability(config, clients("sagemaker"), clients("amp")),
+        ),  # fmt: skip
+        Step(
+            "grafana",
+            ("sso-admin", "grafana"),
+            lambda: grafana.check_grafana(config, clients("sso-admin"), clients("grafana")),
         ),
         Step(
             "slurm partitions",

@@ -1,0 +1,320 @@
+"""The ``observability`` section: metrics on both orchestrators, their alert rules, Grafana.
+
+One section for Slurm and EKS (SPEC section 4). ``enabled`` installs HyperPod's own collection:
+on EKS the ``amazon-sagemaker-hyperpod-observability`` add-on, on Slurm the
+``sagemaker-observability`` cluster extension; both remote-write into an Amazon Managed
+Prometheus workspace (a new one, or ``prometheus_workspace_arn``). ``levels`` sets each metric
+category to DISABLED, BASIC or ADVANCED; ``alert_rules`` adds AWS's GPU / disk / FSx rules to the
+workspace and routes them to ``alerts``; ``grafana`` adds an Amazon Managed Grafana workspace.
+``eks.addons.observability: true`` stays the EKS shorthand for ``observability.enabled: true``.
+
+Facts (read 2026-11-25):
+
+==============================================  ==============================================
+Fact                                            Source
+==============================================  ==============================================
+The add-on's ``metricsProvider`` keys           ../shared/HYPERPOD_FACTS.md "Observability and
+trainingMetrics, inferenceMetrics,              events" (2026-11-24); SageMaker developer
+taskGovernanceMetrics, scalingMetrics,          guide, "Amazon SageMaker HyperPod observability
+clusterMetrics, nodeMetrics,                    add-on"
+acceleratedComputeMetrics, networkMetrics,
+rayMetrics; levels DISABLED | BASIC | ADVANCED
+The Slurm extension ``sagemaker-observability``  botocore 1.44.5 (pinned) ``sagemaker``
+needs Continuous provisioning and a Slurm        ``CreateClusterExtension`` documentation; its
+cluster; its ``ConfigurationValues`` example    ``ConfigurationValues`` example
+is ``{"metricsProvider": {"nodeMetrics":
+{"level": "ADVANCED"}}}`` and each version
+rejects unknown settings
+Extension versions are ``MAJOR.MINOR.PATCH``;   SageMaker API reference, ``ExtensionVersion
+the only version AWS documents is the example    Summary`` and ``CreateClusterExtension``
+``1.0.0``; no list of released versions is      (``ListClusterExtensionVersions`` is the list:
+published                                        ``make preflight`` checks the pin with it)
+The extension's exporters (node, DCGM, EFA)     aws-samples awsome-distributed-ai
+are the images the lifecycle exporters run,     ``Extensions/observability`` (HYPERPOD_FACTS
+on the same default ports 9100 / 9400 / 9109    "Node scripts")
+An Amazon Managed Prometheus workspace ARN is   botocore 1.44.5 ``amp`` ``WorkspaceArn``,
+``arn:<partition>:aps:<region>:<account>:       ``WorkspaceId`` (pattern
+workspace/<id>``                                ``[0-9A-Za-z][-.0-9A-Z_a-z]*``)
+Amazon Managed Grafana regions                  :data:`hyperpod_cdk.config.facts.GRAFANA_REGIONS`
+==============================================  ==============================================
+
+Choices: the EKS-only categories are errors on Slurm (the extension has no Kubernetes to
+measure); keys that do nothing while observability is off are warnings, like ``alerts``'
+``event_levels`` without Continuous provisioning; the lifecycle exporters and the extension
+together are an error (same ports, same metrics). The lifecycle exporters alone (clusters
+that cannot use the extension) are local only: nothing collects them, which
+docs/observability.md says (a warning would fire on every such config).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Final, Literal
+
+from pydantic import Field
+
+from hyperpod_cdk.config import facts
+from hyperpod_cdk.config.models import StrictModel, _matching
+
+if TYPE_CHECKING:
+    from hyperpod_cdk.config.models import EnvironmentConfig
+    from hyperpod_cdk.config.node_setup import IssueSink
+
+Level = Literal["DISABLED", "BASIC", "ADVANCED"]
+
+#: the version of the ``sagemaker-observability`` extension this release installs on Slurm
+#: (see the facts table: the API reference's example, the only version AWS documents; preflight
+#: checks that ListClusterExtensionVersions offers it)
+EXTENSION_NAME: Final = "sagemaker-observability"
+EXTENSION_VERSION: Final = "1.0.0"
+EXTENSION_VERSION_SOURCE: Final = (
+    "SageMaker API reference, ExtensionVersionSummary / CreateClusterExtension example "
+    "(read 2026-11-25)"
+)
+
+#: category -> the add-on's (and the extension's) ``metricsProvider`` key
+METRIC_KEYS: Final[dict[str, str]] = {
+    "node": "nodeMetrics",
+    "accelerated_compute": "acceleratedComputeMetrics",
+    "network": "networkMetrics",
+    "cluster": "clusterMetrics",
+    "training": "trainingMetrics",
+    "inference": "inferenceMetrics",
+    "task_governance": "taskGovernanceMetrics",
+    "scaling": "scalingMetrics",
+    "ray": "rayMetrics",
+}
+#: the categories a Slurm cluster has (the rest measure Kubernetes workloads)
+SLURM_CATEGORIES: Final = ("node", "accelerated_compute", "network", "cluster")
+EKS_ONLY_CATEGORIES: Final = tuple(c for c in METRIC_KEYS if c not in SLURM_CATEGORIES)
+
+#: the defaults of each orchestrator: AWS's HyperPod setup template on EKS
+#: (aws/sagemaker-hyperpod-cluster-setup observability-template.yaml, what eks/addons.py sent
+#: before this section existed), on Slurm every category BASIC (the network category stands
+#: in for the EFA exporter)
+EKS_DEFAULT_LEVELS: Final[dict[str, Level]] = {
+    "node": "BASIC",
+    "accelerated_compute": "BASIC",
+    "network": "DISABLED",
+    "cluster": "BASIC",
+    "training": "BASIC",
+    "inference": "BASIC",
+    "task_governance": "DISABLED",  # ADVANCED when eks.addons.task_governance is on
+    "scaling": "DISABLED",
+    "ray": "DISABLED",
+}
+SLURM_DEFAULT_LEVELS: Final[dict[str, Level]] = dict.fromkeys(SLURM_CATEGORIES, "BASIC")
+
+WORKSPACE_ARN_PATTERN = (
+    r"^arn:aws[a-z-]*:aps:[a-z0-9-]+:[0-9]{12}:workspace/[0-9A-Za-z][-.0-9A-Z_a-z]{0,63}$"
+)
+WorkspaceArn = Annotated[
+    str,
+    _matching(
+        WORKSPACE_ARN_PATTERN,
+        "an Amazon Managed Prometheus workspace ARN like "
+        "arn:aws:aps:us-west-2:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef",
+    ),
+]
+ExtensionVersion = Annotated[
+    str,
+    _matching(
+        r"^[0-9]{1,9}\.[0-9]{1,9}\.[0-9]{1,9}$",
+        "an extension version MAJOR.MINOR.PATCH like 1.0.0",
+        max_length=64,
+    ),
+]
+
+
+class MetricLevels(StrictModel):
+    """The level of each metric category: DISABLED, BASIC or ADVANCED; left out, the
+    orchestrator's default. Slurm has node, accelerated_compute, network and cluster only."""
+
+    node: Level | None = Field(default=None, description="Node (node exporter) metrics.")
+    accelerated_compute: Level | None = Field(
+        default=None, description="GPU / Trainium metrics (DCGM, Neuron)."
+    )
+    network: Level | None = Field(default=None, description="EFA network metrics.")
+    cluster: Level | None = Field(default=None, description="Cluster (scheduler) metrics.")
+    training: Level | None = Field(default=None, description="eks only: training job metrics.")
+    inference: Level | None = Field(default=None, description="eks only: inference metrics.")
+    task_governance: Level | None = Field(
+        default=None, description="eks only: task governance (Kueue) metrics."
+    )
+    scaling: Level | None = Field(default=None, description="eks only: autoscaling metrics.")
+    ray: Level | None = Field(default=None, description="eks only: Ray metrics.")
+
+    def given(self) -> dict[str, Level]:
+        """The categories the YAML sets, with their levels."""
+        return {
+            key: value
+            for key in METRIC_KEYS
+            if (value := getattr(self, key)) is not None and self.is_set(key)
+        }
+
+
+class ObservabilityConfig(StrictModel):
+    """Metrics of the cluster in Amazon Managed Prometheus, alert rules on them, dashboards.
+
+    EKS: the HyperPod observability add-on. Slurm: HyperPod's ``sagemaker-observability``
+    cluster extension (Continuous provisioning only; it runs the node, DCGM and EFA exporters
+    itself, so ``cluster.node_setup.exporters`` stay off).
+    """
+
+    enabled: bool = Field(
+        default=False,
+        description="EKS: the observability add-on; Slurm: the sagemaker-observability "
+        "extension (needs cluster.node_provisioning_mode: Continuous).",
+    )
+    prometheus_workspace_arn: WorkspaceArn | None = Field(
+        default=None,
+        description="An existing Amazon Managed Prometheus workspace of this account and region "
+        "instead of a new one: the app adds its rule groups, never its alert manager "
+        "definition (docs/observability.md says how to route its alerts).",
+    )
+    levels: MetricLevels = Field(
+        default_factory=MetricLevels,
+        description="Per category: node, accelerated_compute, network, cluster and, eks only, "
+        "training, inference, task_governance, scaling, ray -> DISABLED | BASIC | ADVANCED.",
+    )
+    logging: bool = Field(default=False, description="The collector also ships the cluster's logs.")
+    alert_rules: bool = Field(
+        default=True,
+        description="AWS's GPU, disk and FSx alert rules in the workspace, routed to `alerts`.",
+    )
+    grafana: bool = Field(
+        default=False,
+        description="An Amazon Managed Grafana workspace with this project's dashboards "
+        "(needs IAM Identity Center; docs/dashboards.md).",
+    )
+    extension_version: ExtensionVersion | None = Field(
+        default=None,
+        description=f"slurm only: the sagemaker-observability version; null: {EXTENSION_VERSION}, "
+        "the one this release pins (make preflight checks it is offered).",
+    )
+
+
+def observability_settings(cfg: EnvironmentConfig) -> ObservabilityConfig | None:
+    """The observability settings in force: the section when it turns metrics on, the
+    defaults when only ``eks.addons.observability: true`` does; None when metrics are off."""
+    if not cfg.observability_enabled:
+        return None
+    return cfg.observability or ObservabilityConfig(enabled=True)
+
+
+def metric_levels(cfg: EnvironmentConfig) -> dict[str, Level]:
+    """Every category of the orchestrator with its level: the configured one, else the
+    default (on EKS task governance is ADVANCED when its add-on is on)."""
+    if cfg.is_slurm:
+        levels = dict(SLURM_DEFAULT_LEVELS)
+    else:
+        levels = dict(EKS_DEFAULT_LEVELS)
+        if cfg.eks_settings.addons.task_governance:
+            levels["task_governance"] = "ADVANCED"
+    if cfg.observability is not None:
+        levels.update(
+            (key, level) for key, level in cfg.observability.levels.given().items() if key in levels
+        )
+    return levels
+
+
+def extension_version(settings: ObservabilityConfig) -> str:
+    """The extension version to install: the configured one, else :data:`EXTENSION_VERSION`."""
+    return settings.extension_version or EXTENSION_VERSION
+
+
+_PATH = "observability"
+_EXPORTERS = "cluster.node_setup.exporters"
+
+
+def check_observability(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """Cross-key problems of ``observability`` (errors and warnings) into ``out``."""
+    section = cfg.observability
+    shorthand = not cfg.is_slurm and cfg.eks_settings.addons.observability
+    exporters = cfg.cluster.node_setup.exporters
+    exporters_on = [name for name in ("node", "dcgm", "efa") if getattr(exporters, name)]
+    if section is None:
+        return
+    if shorthand and section.is_set("enabled") and not section.enabled:
+        out.error(
+            f"{_PATH}.enabled",
+            "false, while eks.addons.observability: true turns the add-on on; remove one of them "
+            "(eks.addons.observability is the shorthand of observability.enabled: true)",
+        )
+        return
+    enabled = cfg.observability_enabled
+    if cfg.is_slurm:
+        for key, _ in section.levels.given().items():
+            if key in EKS_ONLY_CATEGORIES:
+                out.error(
+                    f"{_PATH}.levels.{key}",
+                    f"applies only with orchestrator: eks (Slurm clusters have "
+                    f"{', '.join(SLURM_CATEGORIES)}); remove it",
+                )
+    elif section.extension_version is not None:
+        out.error(
+            f"{_PATH}.extension_version",
+            "applies only with orchestrator: slurm (EKS uses the observability add-on, pinned "
+            "with the other add-ons); remove it",
+        )
+    if section.prometheus_workspace_arn:
+        _check_workspace_arn(section.prometheus_workspace_arn, cfg, out)
+    if section.grafana and cfg.region not in facts.GRAFANA_REGIONS:
+        out.error(
+            f"{_PATH}.grafana",
+            f"Amazon Managed Grafana is not offered in {cfg.region}; it is in "
+            f"{', '.join(facts.GRAFANA_REGIONS)}: set grafana: false (or deploy in one of them)",
+        )
+    if not enabled:
+        for key in ("prometheus_workspace_arn", "levels", "logging", "alert_rules", "grafana"):
+            if section.is_set(key) and getattr(section, key) not in (None, False):
+                if key == "levels" and not section.levels.given():
+                    continue
+                out.warn(
+                    f"{_PATH}.{key}",
+                    "has no effect while observability is off (observability.enabled: false); "
+                    "set enabled: true or remove it",
+                )
+        return
+    if cfg.is_slurm:
+        if not cfg.cluster.continuous:
+            out.error(
+                f"{_PATH}.enabled",
+                "the sagemaker-observability extension needs Continuous provisioning "
+                "(cluster.node_provisioning_mode: Continuous); without it use the lifecycle "
+                f"exporters ({_EXPORTERS}), whose metrics stay on the nodes",
+            )
+        if exporters_on:
+            keys = ", ".join(f"{_EXPORTERS}.{name}" for name in exporters_on)
+            out.error(
+                f"{_PATH}.enabled",
+                f"the extension runs the node, DCGM and EFA exporters itself (same ports, same "
+                f"metrics) and {keys} is on too; turn {keys} off or set "
+                "observability.enabled: false",
+            )
+    if section.alert_rules and cfg.alerts is None:
+        out.warn(
+            f"{_PATH}.alert_rules",
+            "no alerts section: the rules fire with nowhere to go; add alerts (emails or "
+            "sns_topic_arn), or route the workspace's alert manager yourself "
+            "(docs/observability.md)",
+        )
+
+
+def _check_workspace_arn(arn: str, cfg: EnvironmentConfig, out: IssueSink) -> None:
+    from hyperpod_cdk.config.alerts import partition_of
+
+    _, partition, _, region, account, _ = arn.split(":", 5)
+    expected = partition_of(cfg.region)
+    if region != cfg.region or partition != expected:
+        out.error(
+            f"{_PATH}.prometheus_workspace_arn",
+            f"the workspace is in {partition}/{region}, the environment in {expected}/"
+            f"{cfg.region}; its rule groups are created in the environment's region: use a "
+            "workspace there",
+        )
+    if cfg.account is not None and account != cfg.account:
+        out.error(
+            f"{_PATH}.prometheus_workspace_arn",
+            f"the workspace belongs to account {account}, the environment to {cfg.account}; "
+            "rule groups and remote write need a workspace of the environment's account",
+        )

@@ -1,0 +1,1 @@
+"""The Grafana content custom resource handler (a Lambda asset; see handler.py)."""

@@ -1,0 +1,430 @@
+"""Metrics of a HyperPod cluster in Amazon Managed Prometheus, on both orchestrators.
+
+:class:`HyperPodMetrics` holds the workspace side: the Amazon Managed Prometheus workspace (new,
+passed in, or adopted by ARN), AWS's GPU / disk / FSx alert rules as a rule-groups namespace
+(:mod:`hyperpod_cdk.observability.alert_rules`), the workspace's alert manager routing them to
+the alerts topic (a workspace this app owns only), and on Slurm HyperPod's
+``sagemaker-observability`` cluster extension (a custom resource, the extension has no
+CloudFormation type in the pinned aws-cdk-lib 2.275.0) with the nodes' right to remote-write
+into this workspace and no other. On EKS the observability add-on (``eks/addons.py``) is the
+collector; this construct adds the rules and the routing to the add-on's workspace.
+
+Facts (read 2026-11-25):
+
+==============================================  ==============================================
+Fact                                            Source
+==============================================  ==============================================
+The workspace's remote-write endpoint is        Amazon Managed Service for Prometheus user
+``https://aps-workspaces.<region>.amazonaws.    guide, "Ingest metrics ... remote write";
+com/workspaces/<id>/api/v1/remote_write``;      ``AWS::APS::Workspace`` ``PrometheusEndpoint``
+the Prometheus endpoint ends at ``<id>/``       (``.../workspaces/<id>/``)
+A workspace's alert manager sends to SNS with   AMP user guide, "Configure your alert manager
+``sns_configs{topic_arn, sigv4{region}}``;       to send messages to Amazon SNS"; its
+the topic (and its KMS key) must let            "Allow Amazon Managed Service for Prometheus
+``aps.amazonaws.com`` publish                   to send alert messages to your Amazon SNS
+                                                topic" (the alerts topic allows it:
+                                                alerts/construct.py)
+``AWS::APS::Workspace`` has                     CloudFormation template reference,
+``AlertManagerDefinition`` (one per workspace)  AWS::APS::Workspace; AWS::APS::RuleGroupsNamespace
+and ``AWS::APS::RuleGroupsNamespace{Workspace
+(ARN), Name, Data}`` adds rules to any
+workspace of the account and region
+Remote write needs ``aps:RemoteWrite`` on the   AMP user guide, "IAM permissions"
+workspace
+The extension API: see                          extension_handler/handler.py (botocore 1.44.5)
+``extension_handler/handler.py``; its version
+pin: ``config/observability.py``
+==============================================  ==============================================
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+import aws_cdk as cdk
+import yaml
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from hyperpod_cdk.checkov_skips import skip_check
+from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION
+from hyperpod_cdk.iam.aspects import RolePath
+from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
+from hyperpod_cdk.observability import EXTENSION_HANDLER_DIR
+from hyperpod_cdk.observability.alert_rules import rule_file
+from hyperpod_cdk.provider_framework import (
+    acknowledge_deploy_time_handler,
+    acknowledge_provider_framework,
+    cfn_function,
+)
+
+RESOURCE_TYPE: Final = "Custom::HyperPodClusterExtension"
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_14
+#: as the handler's docstring recommends: poll every 30 s, the framework gives up after an hour,
+#: the handler's own deadline (and readable message) comes 5 minutes before
+QUERY_INTERVAL: Final = cdk.Duration.seconds(30)
+TOTAL_TIMEOUT: Final = cdk.Duration.minutes(60)
+HANDLER_TIMEOUT_SECONDS: Final = 55 * 60
+RULE_NAMESPACE: Final = "hyperpod-alerts"
+
+_WORKSPACE_ARN_SHAPE = "arn:<partition>:aps:<region>:<account>:workspace/<id>"
+
+
+def new_workspace(
+    scope: Construct, *, alias: str, encryption_key: kms.IKey | None = None
+) -> tuple[aps.CfnWorkspace, logs.LogGroup]:
+    """A new workspace (``PrometheusWorkspace``) that logs rule and alert manager errors to a
+    log group (``PrometheusLogs``, one year) in ``scope``; both encrypted with
+    ``encryption_key`` when given (its policy must let CloudWatch Logs and Amazon Managed
+    Service for Prometheus use it), else with AWS owned keys.
+
+    The construct ids are those the EKS add-ons used from the start: existing deployments keep
+    their workspace (same logical ids).
+    """
+    log_group = logs.LogGroup(
+        scope,
+        "PrometheusLogs",
+        retention=logs.RetentionDays.ONE_YEAR,
+        encryption_key=encryption_key,
+    )
+    workspace = aps.CfnWorkspace(
+        scope,
+        "PrometheusWorkspace",
+        alias=alias,
+        kms_key_arn=encryption_key.key_arn if encryption_key else None,
+        # AMP writes rule and alert manager errors there (LoggingConfiguration needs the log
+        # group ARN with its ":*" suffix, which LogGroup.log_group_arn has)
+        logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
+            log_group_arn=log_group.log_group_arn
+        ),
+    )
+    return workspace, log_group
+
+
+def workspace_endpoint(scope: Construct, workspace_id: str, *, trailing_slash: bool = True) -> str:
+    """The Prometheus endpoint of a workspace of ``scope``'s region:
+    ``https://aps-workspaces.<region>.<url suffix>/workspaces/<id>/`` (the add-on's
+    ``prometheusEndpoint`` is written without the final slash, as AWS's setup template does)."""
+    stack = cdk.Stack.of(scope)
+    base = f"https://aps-workspaces.{stack.region}.{stack.url_suffix}/workspaces/{workspace_id}"
+    return f"{base}/" if trailing_slash else base
+
+
+def workspace_id_of(arn: str) -> str:
+    """The id of a workspace ARN (a literal): the part after ``workspace/``."""
+    parts = arn.split(":", 5)
+    if len(parts) != 6 or parts[2] != "aps" or not parts[5].startswith("workspace/"):
+        raise ValueError(f"{arn!r} is not a workspace ARN ({_WORKSPACE_ARN_SHAPE})")
+    return parts[5].removeprefix("workspace/")
+
+
+def alert_manager_definition(*, topic_arn: str, region: str, cluster_name: str) -> str:
+    """The alert manager configuration (YAML) that sends every alert to ``topic_arn``, grouped
+    per alert name and cluster, with a subject naming the cluster and the alert."""
+    config = {
+        "route": {
+            "receiver": "alerts-topic",
+            "group_by": ["alertname", "hyperpod_cluster"],
+            "group_wait": "30s",
+            "group_interval": "5m",
+            "repeat_interval": "4h",
+        },
+        "receivers": [
+            {
+                "name": "alerts-topic",
+                "sns_configs": [
+                    {
+                        "topic_arn": topic_arn,
+                        "sigv4": {"region": region},
+                        "subject": (
+                            f"[HyperPod {cluster_name}] "
+                            "{{ .Status | toUpper }}: {{ .CommonLabels.alertname }}"
+                        ),
+                        "message": (
+                            "{{ range .Alerts }}{{ .Annotations.summary }}\n"
+                            "{{ .Annotations.description }}\n\n{{ end }}"
+                        ),
+                    }
+                ],
+            }
+        ],
+    }
+    # the service wants the alert manager configuration under alertmanager_config, as a YAML
+    # block (AMP user guide, "Create an alert manager configuration"); the topic ARN may be a
+    # token, which YAML leaves whole (a plain or quoted scalar)
+    body = yaml.safe_dump(config, sort_keys=False, width=1000)
+    return "alertmanager_config: |\n" + textwrap.indent(body, "  ")
+
+
+class HyperPodMetrics(Construct):
+    """The Prometheus workspace of a HyperPod cluster, its alert rules and routing, and on Slurm
+    the ``sagemaker-observability`` extension that fills it.
+
+    :param cluster_name: the HyperPod cluster's name (a literal: it labels the alerts).
+    :param orchestrator: ``slurm`` or ``eks`` (which rules; the extension on Slurm only).
+    :param workspace: a workspace this app creates elsewhere (the EKS add-ons' one): rule
+        groups and alert manager go to it.
+    :param workspace_arn: an existing workspace to adopt instead: rule groups only, its alert
+        manager definition is never touched.
+    :param encryption_key: for a new workspace and its log group (see :func:`new_workspace`).
+    :param alert_rules: add AWS's rules (a rule-groups namespace).
+    :param alerts_topic_arn: where the alert manager of a workspace this app owns sends the
+        alerts (an SNS topic of this region that lets aps.amazonaws.com publish).
+    :param cluster_arn: Slurm: the cluster to install the extension on (a token is fine).
+    :param levels: Slurm: ``metricsProvider`` key -> level, sent to the extension.
+    :param logging: Slurm: ask the extension to ship the cluster's logs too.
+    :param extension_version: Slurm: the pinned extension version.
+    :param node_roles: Slurm: the execution roles of the instance groups; each gets
+        ``aps:RemoteWrite`` on this workspace only, before the extension is installed.
+    :param role_path: IAM path of the roles here. :param permissions_boundary: their boundary.
+
+    :ivar workspace_arn: :ivar workspace_id: :ivar prometheus_endpoint: (ends with ``/``)
+    :ivar remote_write_url: :ivar workspace: the workspace resource, None when adopted.
+    :ivar rule_groups: :ivar extension: the custom resource (Slurm). :ivar remote_write_policy:
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster_name: str,
+        orchestrator: Literal["slurm", "eks"],
+        workspace: aps.CfnWorkspace | None = None,
+        workspace_arn: str | None = None,
+        encryption_key: kms.IKey | None = None,
+        alert_rules: bool = True,
+        alerts_topic_arn: str | None = None,
+        cluster_arn: str | None = None,
+        levels: Mapping[str, str] | None = None,
+        logging: bool = False,
+        extension_version: str = EXTENSION_VERSION,
+        node_roles: Sequence[iam.IRole] = (),
+        role_path: str = "/",
+        permissions_boundary: iam.IManagedPolicy | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        if workspace is not None and workspace_arn is not None:
+            raise ValueError("give workspace (one this app creates) or workspace_arn, not both")
+        if orchestrator == "slurm" and cluster_arn is None:
+            raise ValueError("orchestrator slurm: the extension needs cluster_arn")
+        stack = cdk.Stack.of(self)
+        self.adopted = workspace_arn is not None
+        self.log_group: logs.LogGroup | None = None
+        if workspace_arn is not None:
+            self.workspace: aps.CfnWorkspace | None = None
+            self.workspace_arn = workspace_arn
+            self.workspace_id = workspace_id_of(workspace_arn)
+        else:
+            if workspace is None:
+                workspace, self.log_group = new_workspace(
+                    self, alias=f"{cluster_name}-hyperpod", encryption_key=encryption_key
+                )
+            self.workspace = workspace
+            self.workspace_arn = workspace.attr_arn
+            self.workspace_id = workspace.attr_workspace_id
+        self.prometheus_endpoint = workspace_endpoint(self, self.workspace_id)
+        self.remote_write_url = f"{self.prometheus_endpoint}api/v1/remote_write"
+
+        self.rule_groups: aps.CfnRuleGroupsNamespace | None = None
+        if alert_rules:
+            self.rule_groups = aps.CfnRuleGroupsNamespace(
+                self,
+                "AlertRules",
+                workspace=self.workspace_arn,
+                name=RULE_NAMESPACE,
+                data=rule_file(orchestrator, cluster_name),
+            )
+        self.alert_manager: str | None = None
+        if self.workspace is not None and alerts_topic_arn is not None:
+            self.alert_manager = alert_manager_definition(
+                topic_arn=alerts_topic_arn, region=stack.region, cluster_name=cluster_name
+            )
+            self.workspace.alert_manager_definition = self.alert_manager
+
+        self.remote_write_policy: iam.ManagedPolicy | None = None
+        self.extension: cdk.CustomResource | None = None
+        if orchestrator == "slurm":
+            assert cluster_arn is not None
+            # every role here, the provider framework's too
+            if permissions_boundary is not None:
+                iam.PermissionsBoundary.of(self).apply(permissions_boundary)
+            if role_path != "/":
+                cdk.Aspects.of(self).add(RolePath(role_path))
+            self._extension(
+                cluster_arn,
+                cluster_name=cluster_name,
+                levels=dict(levels or {}),
+                logging=logging,
+                version=extension_version,
+                node_roles=node_roles,
+                role_path=role_path,
+            )
+
+    # -- Slurm: the extension ----------------------------------------------------------------
+
+    def _extension(
+        self,
+        cluster_arn: str,
+        *,
+        cluster_name: str,
+        levels: dict[str, str],
+        logging: bool,
+        version: str,
+        node_roles: Sequence[iam.IRole],
+        role_path: str,
+    ) -> None:
+        stack = cdk.Stack.of(self)
+        # the nodes write into this workspace and no other
+        self.remote_write_policy = iam.ManagedPolicy(
+            self,
+            "RemoteWritePolicy",
+            description=f"HyperPod {cluster_name}: remote write into its Prometheus workspace",
+            statements=[
+                iam.PolicyStatement(
+                    sid="PrometheusRemoteWrite",
+                    actions=["aps:RemoteWrite"],
+                    resources=[self.workspace_arn],
+                )
+            ],
+        )
+        for role in node_roles:
+            self.remote_write_policy.attach_to_role(role)
+
+        code = lambda_.Code.from_asset(str(EXTENSION_HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
+
+        def handler(construct_id: str, entry: str, description: str) -> lambda_.Function:
+            role = iam.Role(
+                self,
+                f"{construct_id}Role",
+                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                description=f"HyperPod observability extension: {description}",
+                managed_policies=[
+                    iam.ManagedPolicy.from_aws_managed_policy_name(
+                        "service-role/AWSLambdaBasicExecutionRole"
+                    )
+                ],
+                path=role_path,
+            )
+            return lambda_.Function(
+                self,
+                construct_id,
+                runtime=RUNTIME,
+                handler=f"handler.{entry}",
+                code=code,
+                role=role,
+                # botocore: 10 s connect + 30 s read, 3 attempts per call
+                timeout=cdk.Duration.minutes(3),
+                description=f"HyperPod observability extension: {description}",
+            )
+
+        self.on_event_function = handler("OnEvent", "on_event", "creates, updates, deletes it")
+        self.is_complete_function = handler("IsComplete", "is_complete", "waits until it is Active")
+        extensions = stack.format_arn(service="sagemaker", resource="extension", resource_name="*")
+        self.handler_policy = iam.ManagedPolicy(
+            self,
+            "ExtensionPolicy",
+            description=f"HyperPod {cluster_name}: manage its {EXTENSION_NAME} extension",
+            statements=[
+                iam.PolicyStatement(
+                    sid="ManageTheClusterExtension",
+                    actions=[
+                        "sagemaker:CreateClusterExtension",
+                        "sagemaker:UpdateClusterExtension",
+                        "sagemaker:DeleteClusterExtension",
+                        "sagemaker:DescribeClusterExtension",
+                    ],
+                    resources=[cluster_arn],
+                ),
+                iam.PolicyStatement(
+                    sid="TheExtensionItself",
+                    actions=[
+                        "sagemaker:UpdateClusterExtension",
+                        "sagemaker:DeleteClusterExtension",
+                        "sagemaker:DescribeClusterExtension",
+                    ],
+                    resources=[extensions],
+                ),
+            ],
+        )
+        for function in (self.on_event_function, self.is_complete_function):
+            assert function.role is not None
+            self.handler_policy.attach_to_role(function.role)
+        acknowledge(
+            self.handler_policy,
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:sagemaker:{nag_region(self)}:"
+            f"{nag_account(self)}:extension/*]",
+            "An extension's ARN is made by CreateClusterExtension (the service authorization "
+            "reference read here names no resource type for the extension actions); the "
+            "handler may only update, describe and delete extensions of this account and "
+            "region, and creates one only on this cluster.",
+        )
+
+        self.provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.on_event_function,
+            is_complete_handler=self.is_complete_function,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+        )
+        configuration: dict[str, Any] = {
+            "ampWorkspace": {
+                "prometheusEndpoint": workspace_endpoint(
+                    self, self.workspace_id, trailing_slash=False
+                ),
+                "arn": self.workspace_arn,
+            },
+            "metricsProvider": {key: {"level": level} for key, level in levels.items()},
+        }
+        if logging:
+            configuration["logging"] = {"enabled": True}
+        self.extension = cdk.CustomResource(
+            self,
+            "Extension",
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            properties={
+                "ClusterArn": cluster_arn,
+                "ExtensionName": EXTENSION_NAME,
+                "ExtensionVersion": version,
+                "ConfigurationValues": configuration,
+                "TimeoutSeconds": HANDLER_TIMEOUT_SECONDS,
+            },
+        )
+        # the nodes may write before the extension starts; the handler holds its rights first
+        self.extension.node.add_dependency(self.remote_write_policy, self.handler_policy)
+        if self.rule_groups is not None:
+            self.extension.node.add_dependency(self.rule_groups)
+        self._acknowledge()
+
+    def _acknowledge(self) -> None:
+        what = "The HyperPod observability extension handler"
+        outside = (
+            "The observability extension handler only calls the SageMaker API (the cluster's "
+            "extension) during deploys and reaches nothing in a VPC."
+        )
+        for function in (self.on_event_function, self.is_complete_function):
+            acknowledge_deploy_time_handler(function, what)
+            acknowledge_controls(function, "LambdaInsideVPC", outside)
+            skip_check(cfn_function(function), "CKV_AWS_117", outside)
+        acknowledge_provider_framework(
+            self.provider,
+            (self.on_event_function, self.is_complete_function),
+            name="observability extension",
+            outside=(
+                "CDK's provider framework function of the HyperPod observability extension only "
+                "invokes the extension handlers (Lambda API), starts or is run by its waiter "
+                "state machine and answers CloudFormation's pre-signed S3 URL; it holds no data "
+                "and reaches nothing in the VPC."
+            ),
+            interval_seconds=int(QUERY_INTERVAL.to_seconds()),
+        )

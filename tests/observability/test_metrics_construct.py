@@ -1,0 +1,435 @@
+"""``HyperPodMetrics`` and its place in the stacks: the workspace (new or adopted), the alert
+rules namespace, the alert manager that routes to the alerts topic, the Slurm extension custom
+resource with its scoped handler role, remote write for the nodes on this workspace only, the
+EKS add-on's configuration, and the shipped full configs synthesized with cfn-lint clean (cdk-nag
+runs in every synth of the ``synthesized`` fixture: an unacknowledged finding fails it)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+import yaml
+from aws_cdk import assertions
+from aws_cdk import aws_iam as iam
+from stack_testkit import DELETE
+
+from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION, METRIC_KEYS
+from hyperpod_cdk.observability.alert_rules import rule_file
+from hyperpod_cdk.observability.metrics import (
+    HANDLER_TIMEOUT_SECONDS,
+    RESOURCE_TYPE,
+    RULE_NAMESPACE,
+    HyperPodMetrics,
+    workspace_id_of,
+)
+
+ACCOUNT, REGION = "111122223333", "us-west-2"
+CLUSTER = "research"
+CLUSTER_ARN = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:cluster/abcdef123456"
+TOPIC = f"arn:aws:sns:{REGION}:{ACCOUNT}:hyperpod-alerts"
+ADOPTED = f"arn:aws:aps:{REGION}:{ACCOUNT}:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef"
+LEVELS = {"nodeMetrics": "BASIC", "acceleratedComputeMetrics": "ADVANCED"}
+# the ids the EKS add-ons' workspace always had (tests/stacks snapshots, data safety)
+EKS_WORKSPACE_ID = "AddonsPrometheusWorkspaceDEF592DB"
+EKS_LOG_GROUP_ID = "AddonsPrometheusLogsD506ADD8"
+
+
+def _stack() -> cdk.Stack:
+    app = cdk.App()
+    return cdk.Stack(app, "Metrics", env=cdk.Environment(account=ACCOUNT, region=REGION))
+
+
+def _slurm(**kwargs: Any) -> tuple[HyperPodMetrics, dict[str, Any], iam.Role]:
+    stack = _stack()
+    node_role = iam.Role(
+        stack, "NodeRole", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com")
+    )
+    options: dict[str, Any] = {
+        "cluster_name": CLUSTER,
+        "orchestrator": "slurm",
+        "cluster_arn": CLUSTER_ARN,
+        "levels": LEVELS,
+        "alerts_topic_arn": TOPIC,
+        "node_roles": [node_role],
+        **kwargs,
+    }
+    metrics = HyperPodMetrics(stack, "Metrics", **options)
+    template = assertions.Template.from_stack(stack).to_json()
+    return metrics, template["Resources"], node_role
+
+
+def _of_type(resources: dict[str, Any], type_name: str) -> dict[str, Any]:
+    return {k: r for k, r in resources.items() if r["Type"] == type_name}
+
+
+def _one(resources: dict[str, Any], type_name: str) -> tuple[str, dict[str, Any]]:
+    found = _of_type(resources, type_name)
+    assert len(found) == 1, sorted(found)
+    return next(iter(found.items()))
+
+
+def _alert_manager(definition: str) -> dict[str, Any]:
+    outer = yaml.safe_load(definition)
+    config: dict[str, Any] = yaml.safe_load(outer["alertmanager_config"])
+    return config
+
+
+# -- a new workspace -------------------------------------------------------------------------
+
+
+def test_a_new_workspace_logs_to_its_log_group() -> None:
+    _, resources, _ = _slurm()
+    _, workspace = _one(resources, "AWS::APS::Workspace")
+    groups = [k for k in _of_type(resources, "AWS::Logs::LogGroup") if "PrometheusLogs" in k]
+    assert len(groups) == 1
+    log_arn = workspace["Properties"]["LoggingConfiguration"]["LogGroupArn"]
+    assert log_arn == {"Fn::GetAtt": [groups[0], "Arn"]}
+
+
+def test_the_rule_groups_namespace_holds_the_rule_file_of_the_workspace() -> None:
+    _, resources, _ = _slurm()
+    workspace_id, _ = _one(resources, "AWS::APS::Workspace")
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    properties = namespace["Properties"]
+    assert properties["Name"] == RULE_NAMESPACE
+    assert properties["Data"] == rule_file("slurm", CLUSTER)
+    assert properties["Workspace"] == {"Fn::GetAtt": [workspace_id, "Arn"]}
+
+
+def test_the_alert_manager_routes_everything_to_the_alerts_topic() -> None:
+    _, resources, _ = _slurm()
+    _, workspace = _one(resources, "AWS::APS::Workspace")
+    config = _alert_manager(workspace["Properties"]["AlertManagerDefinition"])
+    assert config["route"]["receiver"] == "alerts-topic"
+    (receiver,) = config["receivers"]
+    (sns,) = receiver["sns_configs"]
+    assert sns["topic_arn"] == TOPIC
+    assert sns["sigv4"] == {"region": REGION}
+    assert CLUSTER in sns["subject"]
+
+
+def test_without_alert_rules_there_is_no_namespace() -> None:
+    _, resources, _ = _slurm(alert_rules=False)
+    assert not _of_type(resources, "AWS::APS::RuleGroupsNamespace")
+
+
+def test_without_a_topic_there_is_no_alert_manager() -> None:
+    _, resources, _ = _slurm(alerts_topic_arn=None)
+    _, workspace = _one(resources, "AWS::APS::Workspace")
+    assert "AlertManagerDefinition" not in workspace["Properties"]
+
+
+# -- an adopted workspace --------------------------------------------------------------------
+
+
+def test_an_adopted_workspace_gets_rule_groups_only() -> None:
+    metrics, resources, _ = _slurm(workspace_arn=ADOPTED)
+    assert metrics.adopted and metrics.workspace is None
+    assert not _of_type(resources, "AWS::APS::Workspace")
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert namespace["Properties"]["Workspace"] == ADOPTED
+    assert "AlertManagerDefinition" not in json.dumps(resources)
+    assert "alertmanager_config" not in json.dumps(resources)
+
+
+def test_an_adopted_workspace_endpoint_is_derived_from_its_arn() -> None:
+    metrics, resources, _ = _slurm(workspace_arn=ADOPTED)
+    _, extension = _one(resources, RESOURCE_TYPE)
+    workspace = extension["Properties"]["ConfigurationValues"]["ampWorkspace"]
+    assert workspace["arn"] == ADOPTED
+    assert workspace["prometheusEndpoint"] == {
+        "Fn::Join": [
+            "",
+            [
+                f"https://aps-workspaces.{REGION}.",
+                {"Ref": "AWS::URLSuffix"},
+                f"/workspaces/{workspace_id_of(ADOPTED)}",
+            ],
+        ]
+    }
+    assert metrics.workspace_id == "ws-0123abcd-4567-89ef-0123-456789abcdef"
+
+
+def test_a_workspace_and_an_adopted_arn_together_are_refused() -> None:
+    stack = _stack()
+    other = HyperPodMetrics(stack, "Other", cluster_name=CLUSTER, orchestrator="eks")
+    assert other.workspace is not None
+    with pytest.raises(ValueError, match="not both"):
+        HyperPodMetrics(stack, "Both", cluster_name=CLUSTER, orchestrator="eks",
+                        workspace=other.workspace, workspace_arn=ADOPTED)  # fmt: skip
+
+
+def test_a_workspace_arn_of_another_service_is_refused() -> None:
+    with pytest.raises(ValueError, match="not a workspace ARN"):
+        workspace_id_of(TOPIC)
+
+
+# -- the Slurm extension ---------------------------------------------------------------------
+
+
+def test_the_extension_custom_resource_carries_cluster_version_levels_and_deadline() -> None:
+    _, resources, _ = _slurm(logging=True)
+    workspace_id, _ = _one(resources, "AWS::APS::Workspace")
+    _, extension = _one(resources, RESOURCE_TYPE)
+    properties = extension["Properties"]
+    assert properties["ClusterArn"] == CLUSTER_ARN
+    assert properties["ExtensionName"] == EXTENSION_NAME
+    assert properties["ExtensionVersion"] == EXTENSION_VERSION
+    assert properties["TimeoutSeconds"] == HANDLER_TIMEOUT_SECONDS == 55 * 60
+    values = properties["ConfigurationValues"]
+    assert values["metricsProvider"] == {k: {"level": v} for k, v in LEVELS.items()}
+    assert values["ampWorkspace"]["arn"] == {"Fn::GetAtt": [workspace_id, "Arn"]}
+    assert values["logging"] == {"enabled": True}
+
+
+def test_the_extension_waits_for_the_rights_it_needs() -> None:
+    _, resources, _ = _slurm()
+    _, extension = _one(resources, RESOURCE_TYPE)
+    policies = _of_type(resources, "AWS::IAM::ManagedPolicy")
+    assert len(policies) == 2  # remote write for the nodes, the handlers' extension rights
+    for policy_id in policies:
+        assert policy_id in extension["DependsOn"], policy_id
+
+
+def test_the_provider_polls_every_30_seconds_for_an_hour() -> None:
+    _, resources, _ = _slurm()
+    _, machine = _one(resources, "AWS::StepFunctions::StateMachine")
+    definition = json.dumps(machine["Properties"]["DefinitionString"])
+    assert '\\"IntervalSeconds\\":30' in definition
+    assert '\\"MaxAttempts\\":120' in definition  # 60 minutes / 30 seconds
+
+
+def test_the_handlers_run_the_extension_handler_code() -> None:
+    _, resources, _ = _slurm()
+    handlers = {
+        r["Properties"]["Handler"]
+        for r in _of_type(resources, "AWS::Lambda::Function").values()
+        if r["Properties"].get("Handler", "").startswith("handler.")
+    }
+    assert handlers == {"handler.on_event", "handler.is_complete"}
+
+
+def test_the_handler_role_manages_extensions_of_this_cluster_only() -> None:
+    _, resources, _ = _slurm()
+    (policy,) = [
+        r for k, r in _of_type(resources, "AWS::IAM::ManagedPolicy").items() if "Extension" in k
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    by_sid = {s["Sid"]: s for s in statements}
+    cluster = by_sid["ManageTheClusterExtension"]
+    assert cluster["Resource"] == CLUSTER_ARN
+    assert sorted(cluster["Action"]) == [
+        "sagemaker:CreateClusterExtension",
+        "sagemaker:DeleteClusterExtension",
+        "sagemaker:DescribeClusterExtension",
+        "sagemaker:UpdateClusterExtension",
+    ]
+    itself = by_sid["TheExtensionItself"]
+    assert "sagemaker:CreateClusterExtension" not in itself["Action"]
+    assert _joined(itself["Resource"]) == (
+        f"arn:<Ref:AWS::Partition>:sagemaker:{REGION}:{ACCOUNT}:extension/*"
+    )
+    for statement in statements:
+        assert statement["Resource"] != "*"
+        assert all(a.startswith("sagemaker:") and "ClusterExtension" in a
+                   for a in statement["Action"])  # fmt: skip
+
+
+def test_the_nodes_remote_write_to_this_workspace_only() -> None:
+    _, resources, _ = _slurm()
+    workspace_id, _ = _one(resources, "AWS::APS::Workspace")
+    role_id = next(k for k in _of_type(resources, "AWS::IAM::Role") if k.startswith("NodeRole"))
+    (policy,) = [
+        r for k, r in _of_type(resources, "AWS::IAM::ManagedPolicy").items() if "RemoteWrite" in k
+    ]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "aps:RemoteWrite"
+    assert statement["Resource"] == {"Fn::GetAtt": [workspace_id, "Arn"]}
+    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+
+
+def test_an_adopted_workspace_is_the_only_one_the_nodes_write_to() -> None:
+    _, resources, _ = _slurm(workspace_arn=ADOPTED)
+    (policy,) = [
+        r for k, r in _of_type(resources, "AWS::IAM::ManagedPolicy").items() if "RemoteWrite" in k
+    ]
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert statement["Resource"] == ADOPTED
+
+
+def test_slurm_needs_the_cluster_arn() -> None:
+    with pytest.raises(ValueError, match="cluster_arn"):
+        HyperPodMetrics(_stack(), "Metrics", cluster_name=CLUSTER, orchestrator="slurm")
+
+
+def test_eks_metrics_make_no_extension_and_no_remote_write_policy() -> None:
+    stack = _stack()
+    HyperPodMetrics(stack, "Metrics", cluster_name=CLUSTER, orchestrator="eks")
+    resources = assertions.Template.from_stack(stack).to_json()["Resources"]
+    assert not _of_type(resources, RESOURCE_TYPE)
+    assert not _of_type(resources, "AWS::IAM::ManagedPolicy")
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert namespace["Properties"]["Data"] == rule_file("eks", CLUSTER)
+
+
+# -- in the stacks ---------------------------------------------------------------------------
+
+
+def test_full_slurm_has_metrics_beside_the_cluster(synthesized: Any) -> None:
+    synth = synthesized("full")
+    resources = synth.resources("cluster")
+    _, extension = _one(resources, RESOURCE_TYPE)
+    assert extension["Properties"]["ClusterArn"] == {
+        "Fn::GetAtt": ["HyperPodCluster", "ClusterArn"]
+    }
+    values = extension["Properties"]["ConfigurationValues"]
+    assert values["metricsProvider"]["acceleratedComputeMetrics"] == {"level": "ADVANCED"}
+    assert set(values["metricsProvider"]) == {
+        METRIC_KEYS[c] for c in ("node", "accelerated_compute", "network", "cluster")
+    }
+    _, workspace = _one(resources, "AWS::APS::Workspace")
+    routing = _alert_manager(_joined(workspace["Properties"]["AlertManagerDefinition"]))
+    # the alerts topic of the same stack
+    assert routing["receivers"][0]["sns_configs"][0]["topic_arn"].startswith("<Ref:AlertsTopic")
+    outputs = synth.outputs("cluster")
+    for name in ("PrometheusWorkspaceArn", "PrometheusEndpoint", "GrafanaUrl"):
+        assert name in outputs, name
+
+
+def test_full_slurm_nodes_remote_write_to_this_workspace_only(synthesized: Any) -> None:
+    synth = synthesized("full")
+    resources = synth.resources("cluster")
+    workspace_id, _ = _one(resources, "AWS::APS::Workspace")
+    statements = [
+        s
+        for r in _of_type(resources, "AWS::IAM::ManagedPolicy").values()
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+        if "aps:RemoteWrite" in json.dumps(s["Action"])
+    ]
+    assert statements == [
+        {
+            "Sid": "PrometheusRemoteWrite",
+            "Effect": "Allow",
+            "Action": "aps:RemoteWrite",
+            "Resource": {"Fn::GetAtt": [workspace_id, "Arn"]},
+        }
+    ]
+    for kind in synth.templates:
+        if kind != synth.stack_name("cluster"):
+            assert "aps:RemoteWrite" not in json.dumps(synth.templates[kind]), kind
+
+
+def test_eks_full_addon_configuration_carries_every_level_and_logging(synthesized: Any) -> None:
+    synth = synthesized("eks-full")
+    addons = synth.resources("eks-addons", "AWS::EKS::Addon")
+    (addon,) = [
+        a for a in addons.values()
+        if a["Properties"]["AddonName"] == "amazon-sagemaker-hyperpod-observability"
+    ]  # fmt: skip
+    values = json.loads(_joined(addon["Properties"]["ConfigurationValues"]))
+    metrics = values["metricsProvider"]
+    assert set(metrics) == set(METRIC_KEYS.values())
+    assert metrics["rayMetrics"] == {"level": "DISABLED", "scrapeInterval": 30}
+    assert metrics["trainingMetrics"]["level"] == "ADVANCED"
+    assert metrics["networkMetrics"]["level"] == "BASIC"
+    assert values["logging"] == {"enabled": True}
+
+
+def test_eks_full_keeps_the_workspace_and_adds_rules_and_routing(synthesized: Any) -> None:
+    synth = synthesized("eks-full")
+    resources = synth.resources("eks-addons")
+    workspace_id, workspace = _one(resources, "AWS::APS::Workspace")
+    assert workspace_id == EKS_WORKSPACE_ID
+    assert EKS_LOG_GROUP_ID in resources
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert namespace["Properties"]["Workspace"] == {"Fn::GetAtt": [EKS_WORKSPACE_ID, "Arn"]}
+    assert namespace["Properties"]["Data"] == rule_file("eks", synth.config.cluster_name)
+    definition = json.dumps(workspace["Properties"]["AlertManagerDefinition"])
+    # the topic lives in the cluster stack, deployed before this one
+    assert synth.stack_name("cluster") in definition
+    assert "cluster" in synth.dependencies("eks-addons")
+    for name in ("PrometheusWorkspaceArn", "PrometheusEndpoint", "GrafanaUrl"):
+        assert name in synth.outputs("eks-addons"), name
+
+
+def test_an_eks_adopted_workspace_gets_rules_only(build_variant: Any) -> None:
+    changes = {"observability.prometheus_workspace_arn": ADOPTED}  # eks-full's account
+    synth = build_variant(changes, base="eks-full")  # cdk-nag clean too
+    resources = synth.resources("eks-addons")
+    assert not _of_type(resources, "AWS::APS::Workspace")
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert namespace["Properties"]["Workspace"] == ADOPTED
+    assert "alertmanager_config" not in json.dumps(synth.templates)
+    remote = [
+        s
+        for r in _of_type(resources, "AWS::IAM::ManagedPolicy").values()
+        for s in r["Properties"]["PolicyDocument"]["Statement"]
+        if s.get("Sid") == "PrometheusRemoteWrite"
+    ]
+    assert [s["Resource"] for s in remote] == [ADOPTED]
+
+
+def test_a_slurm_adopted_workspace_gets_rules_and_remote_write_only(build_variant: Any) -> None:
+    changes = {"observability.prometheus_workspace_arn": ADOPTED}  # full's account
+    synth = build_variant(changes, base="full")  # cdk-nag clean too
+    resources = synth.resources("cluster")
+    assert not _of_type(resources, "AWS::APS::Workspace")
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert namespace["Properties"]["Workspace"] == ADOPTED
+    assert "alertmanager_config" not in json.dumps(synth.templates)
+    _, extension = _one(resources, RESOURCE_TYPE)
+    assert extension["Properties"]["ConfigurationValues"]["ampWorkspace"]["arn"] == ADOPTED
+    (policy,) = [
+        r for k, r in _of_type(resources, "AWS::IAM::ManagedPolicy").items() if "RemoteWrite" in k
+    ]
+    assert policy["Properties"]["PolicyDocument"]["Statement"][0]["Resource"] == ADOPTED
+
+
+def test_the_shorthand_alone_still_makes_the_workspace_with_rules(build_variant: Any) -> None:
+    synth = build_variant({"observability": DELETE}, base="eks-full", nag=False)
+    resources = synth.resources("eks-addons")
+    workspace_id, _ = _one(resources, "AWS::APS::Workspace")
+    assert workspace_id == EKS_WORKSPACE_ID
+    assert _of_type(resources, "AWS::APS::RuleGroupsNamespace")
+    assert not _of_type(resources, "AWS::Grafana::Workspace")
+
+
+@pytest.mark.parametrize(("config", "kind"), [("full", "cluster"), ("eks-full", "eks-addons")])
+def test_the_metrics_stacks_have_no_cfn_lint_error(
+    synthesized: Any, config: str, kind: str
+) -> None:
+    from cfnlint.api import ManualArgs, lint
+
+    tests = Path(__file__).resolve().parents[1]
+    if str(tests) not in sys.path:
+        sys.path.insert(0, str(tests))
+    from support.cfn_lint_schemas import write_override_schemas
+
+    synth = synthesized(config)
+    region = synth.config.region
+    with tempfile.TemporaryDirectory() as schemas:
+        lint_config = ManualArgs(
+            regions=[region], registry_schemas=[str(write_override_schemas(Path(schemas), region))]
+        )
+        found = lint(json.dumps(synth.template(kind)), config=lint_config)
+    assert [str(m) for m in found if m.rule.id.startswith("E")] == []
+
+
+def _joined(value: Any) -> str:
+    """A Fn::Join as text, references written ``<Ref:Id>`` / ``<GetAtt:Id.Attr>``."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return separator.join(_joined(p) for p in parts)
+    if "Ref" in value:
+        return f"<Ref:{value['Ref']}>"
+    if "Fn::GetAtt" in value:
+        return "<GetAtt:{}.{}>".format(*value["Fn::GetAtt"])
+    return json.dumps(value)
