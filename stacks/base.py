@@ -13,12 +13,42 @@ from constructs import Construct, IValidation
 
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.models import IamConfig
+from hyperpod_cdk.config.observability import observability_settings
 from hyperpod_cdk.iam.aspects import RolePath
+from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.observability.grafana import HyperPodGrafana
+from hyperpod_cdk.observability.metrics import HyperPodMetrics
 
 
 def output(scope: Construct, name: str, value: str, description: str) -> None:
     """A CloudFormation output of the stack of ``scope``."""
     cdk.CfnOutput(scope, name, value=value, description=description)
+
+
+def metrics_outputs(
+    scope: Construct, config: EnvironmentConfig, metrics: HyperPodMetrics, network: HyperPodNetwork
+) -> HyperPodGrafana | None:
+    """The workspace's outputs beside ``metrics`` and, with ``observability.grafana``, the Grafana
+    workspace on it (its URL an output too); the same on both orchestrators."""
+    output(scope, "PrometheusWorkspaceArn", metrics.workspace_arn,
+           "Amazon Managed Prometheus workspace of the cluster's metrics")  # fmt: skip
+    output(scope, "PrometheusEndpoint", metrics.prometheus_endpoint,
+           "Its Prometheus query endpoint")  # fmt: skip
+    settings = observability_settings(config)
+    if settings is None or not settings.grafana:
+        return None
+    grafana = HyperPodGrafana(
+        scope,
+        "Grafana",
+        name=config.name,
+        orchestrator=config.orchestrator,
+        prometheus_workspace_arn=metrics.workspace_arn,
+        prometheus_endpoint=metrics.prometheus_endpoint,
+        role_path=config.iam.role_path,
+        network=network,
+    )
+    output(scope, "GrafanaUrl", grafana.url, "Amazon Managed Grafana (dashboards)")
+    return grafana
 
 
 def ready_parameter(scope: Construct, construct_id: str, value: str, description: str,

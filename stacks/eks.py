@@ -38,9 +38,10 @@ from hyperpod_cdk.eks.inference import HyperPodInference
 from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
 from hyperpod_cdk.eks.task_governance import HyperPodTaskGovernance
 from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.observability.grafana import HyperPodGrafana
 from hyperpod_cdk.observability.metrics import HyperPodMetrics
 from hyperpod_cdk.storage import DataBucket, FileSystemHandle
-from stacks.base import EnvironmentStack, output, ready_parameter
+from stacks.base import EnvironmentStack, metrics_outputs, output, ready_parameter
 from stacks.layout import cluster_identity
 
 
@@ -349,7 +350,7 @@ class EksAddonsStack(EnvironmentStack):
         manager that routes them to the alerts topic (cluster stack, deployed before this one);
         Grafana beside it."""
         self.metrics: HyperPodMetrics | None = None
-        self.grafana: Any = None
+        self.grafana: HyperPodGrafana | None = None
         settings = observability_settings(config)
         if settings is None:
             return
@@ -363,21 +364,4 @@ class EksAddonsStack(EnvironmentStack):
             alert_rules=settings.alert_rules,
             alerts_topic_arn=alerts_topic_arn if settings.alert_rules else None,
         )
-        output(self, "PrometheusWorkspaceArn", self.metrics.workspace_arn,
-               "Amazon Managed Prometheus workspace of the cluster's metrics")  # fmt: skip
-        output(self, "PrometheusEndpoint", self.metrics.prometheus_endpoint,
-               "Its Prometheus query endpoint")  # fmt: skip
-        if settings.grafana:
-            from hyperpod_cdk.observability.grafana import HyperPodGrafana
-
-            self.grafana = HyperPodGrafana(
-                self,
-                "Grafana",
-                name=config.name,
-                orchestrator="eks",
-                prometheus_workspace_arn=self.metrics.workspace_arn,
-                prometheus_endpoint=self.metrics.prometheus_endpoint,
-                role_path=config.iam.role_path,
-                network=network,
-            )
-            output(self, "GrafanaUrl", self.grafana.url, "Amazon Managed Grafana (dashboards)")
+        self.grafana = metrics_outputs(self, config, self.metrics, network)

@@ -62,6 +62,7 @@ from hyperpod_cdk.lifecycle_settings import node_settings
 from hyperpod_cdk.log_encryption import EncryptLogGroups
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
+from hyperpod_cdk.observability.grafana import HyperPodGrafana
 from hyperpod_cdk.observability.metrics import HyperPodMetrics
 from hyperpod_cdk.storage import (
     DataBucket,
@@ -72,7 +73,7 @@ from hyperpod_cdk.storage import (
     OpenZfsHandle,
 )
 from hyperpod_cdk.storage.openzfs import allow_nfs_egress
-from stacks.base import EnvironmentStack, output, ready_parameter
+from stacks.base import EnvironmentStack, metrics_outputs, output, ready_parameter
 from stacks.layout import needs_egress, needs_eks_addons
 
 if TYPE_CHECKING:
@@ -627,7 +628,7 @@ class ClusterStack(EnvironmentStack):
         execution roles may remote-write into this workspace only) and Grafana. On EKS the
         eks-addons stack holds them, beside the observability add-on."""
         self.metrics: HyperPodMetrics | None = None
-        self.grafana: Any = None
+        self.grafana: HyperPodGrafana | None = None
         settings = observability_settings(config)
         if settings is None or not config.is_slurm:
             return
@@ -647,24 +648,7 @@ class ClusterStack(EnvironmentStack):
             node_roles=[nodes.execution_role.role, *nodes.configured_roles],
             role_path=config.iam.role_path,
         )
-        output(self, "PrometheusWorkspaceArn", self.metrics.workspace_arn,
-               "Amazon Managed Prometheus workspace of the cluster's metrics")  # fmt: skip
-        output(self, "PrometheusEndpoint", self.metrics.prometheus_endpoint,
-               "Its Prometheus query endpoint")  # fmt: skip
-        if settings.grafana:
-            from hyperpod_cdk.observability.grafana import HyperPodGrafana
-
-            self.grafana = HyperPodGrafana(
-                self,
-                "Grafana",
-                name=config.name,
-                orchestrator="slurm",
-                prometheus_workspace_arn=self.metrics.workspace_arn,
-                prometheus_endpoint=self.metrics.prometheus_endpoint,
-                role_path=config.iam.role_path,
-                network=network,
-            )
-            output(self, "GrafanaUrl", self.grafana.url, "Amazon Managed Grafana (dashboards)")
+        self.grafana = metrics_outputs(self, config, self.metrics, network)
 
     def _run_as_session(self, config: EnvironmentConfig, login: str) -> None:
         """A Session Manager document with run-as, so that people reach the login node as their
