@@ -340,6 +340,22 @@ def addon_installed(aws: StubbedAws, config: EnvironmentConfig, addon: str, vers
     )  # fmt: skip
 
 
+# A schema every configuration passes (the healthy account's answer to DescribeAddonConfiguration).
+PERMISSIVE_SCHEMA: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}  # fmt: skip
+
+
+def addon_configuration(aws: StubbedAws, addon: str, version: str,
+                        schema: dict[str, Any] | str | None = None) -> None:  # fmt: skip
+    """DescribeAddonConfiguration of ``addon`` ``version``: ``schema`` (a dict is sent as JSON
+    text, a string as is; default: :data:`PERMISSIVE_SCHEMA`)."""
+    text = schema if isinstance(schema, str) else json.dumps(schema or PERMISSIVE_SCHEMA)
+    aws.stub("eks").add_response(
+        "describe_addon_configuration",
+        {"addonName": addon, "addonVersion": version, "configurationSchema": text},
+        {"addonName": addon, "addonVersion": version},
+    )  # fmt: skip
+
+
 def cluster_absent(aws: StubbedAws, name: str) -> None:
     aws.error("sagemaker", "describe_cluster", "ResourceNotFound", {"ClusterName": name},
               message=f"Cluster {name} not found")  # fmt: skip
@@ -577,7 +593,7 @@ def healthy_account(
     queues itself: ``availability_zones``, ``quotas``, ``bootstrap``, ``shared_cluster`` (the
     adopted EKS cluster's ListAddons and DescribeCluster), ``task_governance`` (DescribeType,
     ListAccessEntries), ``addon_upgrades`` (DescribeAddon of an add-on with an upgrade
-    boundary)."""
+    boundary), ``addon_configuration`` (DescribeAddonConfiguration of each configured add-on)."""
     from hyperpod_cdk.eks import versions
     from hyperpod_cdk.ops.addons import app_addons
     from hyperpod_cdk.ops.capacity import referenced_az_ids
@@ -653,6 +669,11 @@ def healthy_account(
         for addon in app_addons(config):
             if versions.upgrade_boundaries(addon):
                 addon_absent(aws, config, addon)
+    if "addon_configuration" not in leave_out:
+        from hyperpod_cdk.ops.addon_configuration import configured_addons
+
+        for item in configured_addons(config, account):
+            addon_configuration(aws, item.addon, item.version)
     if not config.is_slurm and settings_eks.cluster_arn and "shared_cluster" not in leave_out:
         name = settings_eks.cluster_arn.rsplit("/", 1)[-1]
         aws.stub("eks").add_response("list_addons", {"addons": []}, {"clusterName": name})

@@ -17,6 +17,7 @@ from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import EksAddons
 from hyperpod_cdk.config.observability import EKS_DEFAULT_LEVELS, METRIC_KEYS
+from hyperpod_cdk.eks.addon_values import cert_manager_values, observability_values
 from hyperpod_cdk.eks.cluster import pinned_addon
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition
 from hyperpod_cdk.observability.metrics import new_workspace, workspace_endpoint, workspace_id_of
@@ -50,18 +51,8 @@ FSX_PERSISTENT_VOLUME = "hyperpod-fsx"
 ENVIRONMENT_TAG = "hyperpod-cdk:environment"
 FSX_CLAIM = "fsx-claim"
 
-# The EKS cluster has no nodes but HyperPod's, and instance groups may carry taints of any
-# effect (instance_groups[].taints: NoSchedule, PreferNoSchedule, NoExecute; HyperPod's
-# node-health taints). Without a toleration cert-manager stays Pending (or is evicted), the
-# add-on never becomes ACTIVE and the stack times out. Like AWS's HyperPod setup
-# (aws/sagemaker-hyperpod-cluster-setup, cert-manager-addon-template.yaml), every taint of every
-# effect is tolerated: an `Exists` toleration without key or effect.
-_TOLERATE_EVERY_TAINT = [{"operator": "Exists"}]
-CERT_MANAGER_VALUES: dict[str, Any] = {
-    "tolerations": _TOLERATE_EVERY_TAINT,
-    "webhook": {"tolerations": _TOLERATE_EVERY_TAINT},
-    "cainjector": {"tolerations": _TOLERATE_EVERY_TAINT},
-}
+# cert-manager's configuration (every taint tolerated: see addon_values.TOLERATE_EVERY_TAINT)
+CERT_MANAGER_VALUES: dict[str, Any] = cert_manager_values()
 
 
 def _nag_arn(scope: Construct, service: str, resource: str) -> str:
@@ -79,10 +70,6 @@ def _nag_arn(scope: Construct, service: str, resource: str) -> str:
     partition = shown(stack.partition, "Partition")
     region = shown(stack.region, "Region")
     return f"arn:{partition}:{service}:{region}:{nag_account(scope)}:{resource}"
-
-
-def _metric(level: str) -> dict[str, Any]:
-    return {"level": level, "scrapeInterval": 30}
 
 
 @dataclass(frozen=True)
@@ -464,18 +451,12 @@ class HyperPodEksAddons(Construct):
             OBSERVABILITY_SERVICE_ACCOUNT,
             role,
         )
-        # Schema as AWS's HyperPod setup writes it (aws/sagemaker-hyperpod-cluster-setup,
-        # observability-template.yaml): the remote-write endpoint without a trailing slash
-        # and the workspace ARN; every metric level the settings carry (HYPERPOD_FACTS
-        # "Observability and events": the nine metricsProvider keys, logging{enabled}).
-        configuration = {
-            "ampWorkspace": {
-                "prometheusEndpoint": workspace_endpoint(self, workspace_id, trailing_slash=False),
-                "arn": workspace_arn,
-            },
-            "metricsProvider": {key: _metric(level) for key, level in settings.levels.items()},
-            "logging": {"enabled": settings.logging},
-        }
+        configuration = observability_values(
+            prometheus_endpoint=workspace_endpoint(self, workspace_id, trailing_slash=False),
+            workspace_arn=workspace_arn,
+            levels=settings.levels,
+            logging=settings.logging,
+        )
         addon = self._addon("Observability", OBSERVABILITY, configuration=configuration)
         addon.add_resource_dependency(association)
         addon.node.add_dependency(policy)

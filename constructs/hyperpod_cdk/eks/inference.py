@@ -38,6 +38,7 @@ from hyperpod_cdk.config.inference import (
     InferenceSettings,
     default_tls_bucket_name,
 )
+from hyperpod_cdk.eks.addon_values import inference_values, metrics_server_values
 from hyperpod_cdk.eks.addons import (
     CERT_MANAGER,
     CERT_MANAGER_VALUES,
@@ -191,7 +192,7 @@ class HyperPodInference(Construct):
         # -- 1. the dependency add-ons
         s3_csi = self._addon("S3CsiDriver", S3_CSI_DRIVER)
         metrics = self._addon(
-            "MetricsServer", METRICS_SERVER, configuration={"tolerations": [{"operator": "Exists"}]}
+            "MetricsServer", METRICS_SERVER, configuration=metrics_server_values()
         )
         cert_manager = addons.addons.get(CERT_MANAGER) or self._addon(
             "CertManager", CERT_MANAGER, configuration=CERT_MANAGER_VALUES
@@ -258,31 +259,15 @@ class HyperPodInference(Construct):
         self._s3_csi_role(s3_csi, data_bucket, data_bucket_key, settings.s3_buckets)
 
         # -- 4. the inference add-on
-        # Configuration schema: the add-on's install commands in the SageMaker developer guide
-        # (sagemaker-hyperpod-model-deployment-setup and -inference-gateway, read 2026-11-25).
-        configuration: dict[str, Any] = {
-            "executionRoleArn": operator.role_arn,
-            "tlsCertificateS3Bucket": tls_name,
-            "hyperpodClusterArn": hyperpod_cluster_arn,
-            "inferenceOperator": {"enabled": True},
-            "inferenceGateway": (
-                {"enabled": True, "serviceAccount": {"roleArn": gateway.role_arn}}
-                if gateway is not None
-                else {"enabled": False}
-            ),
-            "alb": {
-                "enabled": True,
-                "serviceAccount": {"create": True, "roleArn": self.roles["alb"].role_arn},
-            },
-            "keda": {
-                "enabled": True,
-                "auth": {
-                    "aws": {"irsa": {"enabled": True, "roleArn": self.roles["keda"].role_arn}}
-                },
-            },
-        }
-        if gated is not None:
-            configuration["jumpstartGatedModelDownloadRoleArn"] = gated.role_arn
+        configuration = inference_values(
+            execution_role_arn=operator.role_arn,
+            tls_bucket=tls_name,
+            hyperpod_cluster_arn=hyperpod_cluster_arn,
+            alb_role_arn=self.roles["alb"].role_arn,
+            keda_role_arn=self.roles["keda"].role_arn,
+            gateway_role_arn=gateway.role_arn if gateway is not None else None,
+            gated_model_role_arn=gated.role_arn if gated is not None else None,
+        )
         self.configuration = configuration
         inference = self._addon("Inference", INFERENCE, configuration=configuration)
         for dependency in (s3_csi, metrics, cert_manager, fsx_driver):

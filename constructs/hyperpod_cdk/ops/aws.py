@@ -359,6 +359,7 @@ READ_ONLY_ACTIONS = (
     "eks:DescribeCluster",
     "eks:DescribeAddonVersions",
     "eks:DescribeAddon",
+    "eks:DescribeAddonConfiguration",
     "eks:ListAddons",
     "eks:ListAccessEntries",
     "ecr:BatchGetImage",

@@ -28,6 +28,7 @@ from hyperpod_cdk.ops import (
     shared_cluster,
     task_governance,
 )
+from hyperpod_cdk.ops.addon_configuration import check_addon_configuration
 from hyperpod_cdk.ops.addons import check_addon_upgrades, check_addon_versions
 from hyperpod_cdk.ops.alerts import check_rollback_alarms
 from hyperpod_cdk.ops.aws import (
@@ -94,6 +95,11 @@ def _steps(
                 *check_addon_versions(config, clients("eks")),
                 *check_addon_upgrades(config, clients("eks")),
             ],
+        ),
+        Step(
+            "eks add-on configuration",
+            ("eks",),
+            lambda: check_addon_configuration(config, clients("eks"), account),
         ),
         Step(
             "shared cluster",
