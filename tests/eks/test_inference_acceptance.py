@@ -13,7 +13,11 @@ from cfnlint.api import ManualArgs, lint
 from test_stack_cfn_lint import override_schemas  # noqa: F401  (a fixture)
 
 from hyperpod_cdk.eks.inference import INFERENCE
-from hyperpod_cdk.eks.task_governance import COMPUTE_QUOTA_TYPE, CUSTOM_TYPES, SCHEDULER_CONFIG_TYPE
+from hyperpod_cdk.eks.task_governance_types import (
+    COMPUTE_QUOTA_TYPE,
+    CUSTOM_TYPES,
+    SCHEDULER_CONFIG_TYPE,
+)
 from hyperpod_cdk.nag import PACKS
 
 US_EAST_1 = {

@@ -16,7 +16,8 @@ from botocore.stub import Stubber
 from support.modules import load_module
 
 from hyperpod_cdk.config import facts
-from hyperpod_cdk.eks.task_governance import HANDLER_DIR, NATIVE_REGIONS
+from hyperpod_cdk.eks.task_governance import HANDLER_DIR
+from hyperpod_cdk.eks.task_governance_types import NATIVE_REGIONS
 
 PROVIDERS = Path(cfnlint.__file__).parent / "data" / "schemas" / "providers"
 REGION = "us-west-2"

@@ -533,7 +533,7 @@ def ebs_key(aws: StubbedAws, key: str, *, account: str = ACCOUNT, state: str = "
 
 def task_governance_types(aws: StubbedAws, region: str) -> None:
     """DescribeType answers that agree with the app's table in ``region``."""
-    from hyperpod_cdk.eks.task_governance import NATIVE_REGIONS
+    from hyperpod_cdk.eks.task_governance_types import NATIVE_REGIONS
 
     for type_name, regions in NATIVE_REGIONS.items():
         if region in regions:

@@ -93,6 +93,26 @@ def test_importing_the_library_and_the_commands_needs_no_boto3() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "command", ["preflight", "status", "verify", "sync_users", "migrate", "credentials"]
+)
+def test_the_commands_never_start_the_cdk(command: str) -> None:
+    """The ops commands install with `make bootstrap-python` only: importing aws-cdk-lib would
+    start its JavaScript runtime (and need Node.js) for nothing. `aws_cdk` and `jsii` are made
+    unimportable, so any import of them, direct or through a constructs module, fails."""
+    code = (
+        "import sys\n"
+        "sys.modules['aws_cdk'] = None\n"
+        "sys.modules['jsii'] = None\n"
+        "sys.modules['constructs'] = None\n"
+        f"import hyperpod_cdk.ops.{command}\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+
+
 # -- the AWS CLI's configuration, credentials and throttling: one line, exit 2 ---------------
 
 

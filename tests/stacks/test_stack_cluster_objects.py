@@ -10,7 +10,11 @@ from typing import Any
 from stack_testkit import depends_on
 
 from hyperpod_cdk.eks.cluster_objects import NAMESPACE, RELEASE
-from hyperpod_cdk.eks.task_governance import COMPUTE_QUOTA_TYPE, CUSTOM_TYPES, SCHEDULER_CONFIG_TYPE
+from hyperpod_cdk.eks.task_governance_types import (
+    COMPUTE_QUOTA_TYPE,
+    CUSTOM_TYPES,
+    SCHEDULER_CONFIG_TYPE,
+)
 
 KIND = "eks-addons"
 HELM_CHART = "Custom::AWSCDK-EKS-HelmChart"

@@ -210,6 +210,12 @@ GRAFANA_REGIONS = (
     "us-gov-east-1", "us-gov-west-1",
 )  # fmt: skip
 
+# The Grafana version of the workspace (observability.grafana), pinned: Amazon Managed Grafana
+# user guide, "Working in Grafana version 10" (read 2026-11-25; 9, 12 and 13 are offered too);
+# workspace service accounts need 9 or later; the dashboards are written for schemaVersion 39.
+# `make preflight` checks that ListVersions still offers it.
+GRAFANA_VERSION = "10.4"
+
 # The prefix of each region's AZ IDs (usw2 in usw2-az2): the AZ ID column of "AWS Availability
 # Zones" in the AWS Regions and Availability Zones guide
 # (docs.aws.amazon.com/global-infrastructure/latest/regions/aws-availability-zones.html, read

@@ -1,7 +1,7 @@
 """Task governance as code: the cluster policy, one compute quota per team, the teams' access.
 
 CloudFormation does not offer ``AWS::SageMaker::ClusterSchedulerConfig`` and
-``AWS::SageMaker::ComputeQuota`` in every region where HyperPod runs (:data:`NATIVE_REGIONS`).
+``AWS::SageMaker::ComputeQuota`` in every region where HyperPod runs (:data:`~hyperpod_cdk.eks.task_governance_types.NATIVE_REGIONS`).
 Where a type is missing, the same object is made through the SageMaker API by a custom
 resource whose handler lives in ``task_governance_handler/`` (create, update with the current
 ``TargetVersion``, delete; ``is_complete`` waits for the asynchronous status).
@@ -26,6 +26,12 @@ from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.task_governance import TaskGovernance, Team, namespace_of
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
+from hyperpod_cdk.eks.task_governance_types import (
+    COMPUTE_QUOTA_TYPE,
+    CUSTOM_TYPES,
+    SCHEDULER_CONFIG_TYPE,
+    is_native,
+)
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
 from hyperpod_cdk.provider_framework import (
@@ -34,31 +40,7 @@ from hyperpod_cdk.provider_framework import (
     cfn_function,
 )
 
-SCHEDULER_CONFIG_TYPE = "AWS::SageMaker::ClusterSchedulerConfig"
-COMPUTE_QUOTA_TYPE = "AWS::SageMaker::ComputeQuota"
-
-# Where CloudFormation has each type: the regions of facts.REGIONS whose resource provider
-# list in cfn-lint 1.58.0 (data/schemas/providers/<region>.json, registry data of
-# 2026-10-20T22:11:15Z, read 2026-11-25) names it. Elsewhere (me-south-1 has no file there) the
-# custom resource makes the object. `make preflight` asks CloudFormation (DescribeType) in the
-# config's region; tests/eks/test_task_governance.py holds this table to cfn-lint's data.
-NATIVE_REGIONS_SOURCE = "cfn-lint 1.58.0 data/schemas/providers, registry data of 2026-10-20"
-NATIVE_REGIONS: dict[str, frozenset[str]] = {
-    SCHEDULER_CONFIG_TYPE: frozenset({
-        "ap-northeast-1", "ap-south-1", "eu-central-1", "eu-north-1", "eu-south-2",
-        "us-east-1", "us-west-1",
-    }),
-    COMPUTE_QUOTA_TYPE: frozenset({
-        "ap-south-1", "ap-southeast-1", "ap-southeast-2", "ca-central-1", "eu-central-1",
-        "eu-west-1", "eu-west-2", "sa-east-1", "us-east-1", "us-east-2", "us-west-2",
-    }),
-}  # fmt: skip
-
 HANDLER_DIR = Path(__file__).parent / "task_governance_handler"
-CUSTOM_TYPES = {
-    SCHEDULER_CONFIG_TYPE: "Custom::HyperPodClusterSchedulerConfig",
-    COMPUTE_QUOTA_TYPE: "Custom::HyperPodComputeQuota",
-}
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 QUERY_INTERVAL = cdk.Duration.seconds(20)
 # creating or deleting a policy or a quota takes minutes; CloudFormation gives a custom
@@ -66,11 +48,6 @@ QUERY_INTERVAL = cdk.Duration.seconds(20)
 TOTAL_TIMEOUT = cdk.Duration.minutes(30)
 
 _BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
-
-
-def is_native(resource_type: str, region: str) -> bool:
-    """True when CloudFormation offers ``resource_type`` in ``region`` (:data:`NATIVE_REGIONS`)."""
-    return region in NATIVE_REGIONS[resource_type]
 
 
 def scheduler_config_request(governance: TaskGovernance) -> dict[str, Any]:
@@ -140,7 +117,7 @@ class HyperPodTaskGovernance(Construct):
 
     - The cluster policy (named after the HyperPod cluster) and each team's quota (named
       ``<cluster name>-<team>``) are CloudFormation resources where the region has the type
-      (:data:`NATIVE_REGIONS`), else custom resources of the same content made through the
+      (:data:`~hyperpod_cdk.eks.task_governance_types.NATIVE_REGIONS`), else custom resources of the same content made through the
       SageMaker API. Both wait for :meth:`wait_for` (the task governance add-on: its Kueue
       webhooks must answer); the quotas wait for the policy.
     - Each team principal gets one EKS access entry with :data:`TEAM_ACCESS_POLICY` scoped to

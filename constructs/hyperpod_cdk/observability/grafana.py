@@ -52,6 +52,7 @@ from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.config import facts
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.provider_framework import (
@@ -65,8 +66,9 @@ if TYPE_CHECKING:
 
 Orchestrator = Literal["slurm", "eks"]
 
-#: pinned; service accounts need 9 or later; the dashboards are written for schemaVersion 39
-GRAFANA_VERSION: Final = "10.4"
+#: pinned in config.facts (service accounts need 9 or later; the dashboards are written for
+#: schemaVersion 39)
+GRAFANA_VERSION: Final = facts.GRAFANA_VERSION
 RESOURCE_TYPE: Final = "Custom::HyperPodGrafanaContent"
 DATA_SOURCE_UID: Final = "hyperpod-prometheus"
 DATA_SOURCE_NAME: Final = "HyperPod Prometheus"

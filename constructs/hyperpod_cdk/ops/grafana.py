@@ -20,11 +20,11 @@ from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig, facts
 from hyperpod_cdk.config.observability import observability_settings
-from hyperpod_cdk.observability.grafana import GRAFANA_VERSION
 from hyperpod_cdk.ops.aws import paginate
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
 
 GRAFANA_REGION = "grafana region"
+GRAFANA_VERSION = facts.GRAFANA_VERSION
 GRAFANA_VERSION_CHECK = "grafana version"
 IDENTITY_CENTER = "iam identity center"
 _PATH = "observability.grafana"
@@ -98,7 +98,7 @@ def _check_version(config: EnvironmentConfig, grafana: Any) -> Check:
     return failed(
         GRAFANA_VERSION_CHECK,
         f"Amazon Managed Grafana in {config.region} offers {', '.join(offered) or 'no version'}, "
-        f"not the pinned {GRAFANA_VERSION} (hyperpod_cdk.observability.grafana.GRAFANA_VERSION)",
+        f"not the pinned {GRAFANA_VERSION} (hyperpod_cdk.config.facts.GRAFANA_VERSION)",
         "use a release of this app that pins an offered version, or set observability.grafana: "
         "false",
     )

@@ -3,7 +3,7 @@ adopted EKS cluster, the team principals that have an access entry already.
 
 CloudFormation's ``DescribeType`` settles whether the region offers
 ``AWS::SageMaker::ClusterSchedulerConfig`` and ``AWS::SageMaker::ComputeQuota``; the app picks
-the path from its table (:data:`hyperpod_cdk.eks.task_governance.NATIVE_REGIONS`), so a
+the path from its table (:data:`hyperpod_cdk.eks.task_governance_types.NATIVE_REGIONS`), so a
 difference is reported (the table is out of date). EKS allows one access entry per principal:
 on an adopted cluster the config cannot know the existing entries, so a team principal that has
 one fails here (the app would fail to create its entry at deploy time).
@@ -14,7 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.eks.task_governance import COMPUTE_QUOTA_TYPE, SCHEDULER_CONFIG_TYPE, is_native
+from hyperpod_cdk.eks.task_governance_types import (
+    COMPUTE_QUOTA_TYPE,
+    SCHEDULER_CONFIG_TYPE,
+    is_native,
+)
 from hyperpod_cdk.ops.aws import error_code, is_client_error
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
 
@@ -61,7 +65,7 @@ def check_types(config: EnvironmentConfig, cloudformation: Any) -> list[Check]:
                     name,
                     f"{config.region} does not offer {type_name}, but the app's table says it does",
                     "remove the region from NATIVE_REGIONS in "
-                    "constructs/hyperpod_cdk/eks/task_governance.py (the custom resource then "
+                    "constructs/hyperpod_cdk/eks/task_governance_types.py (the custom resource then "
                     "makes the object)",
                 )
             )
