@@ -341,6 +341,24 @@ def test_a_brought_topic_gets_no_key_no_policy_and_no_subscription() -> None:
         assert rule["Properties"]["Targets"][0]["Arn"] == BROUGHT
 
 
+def test_the_log_bridge_may_use_a_brought_topics_key_only_through_sns() -> None:
+    def build(stack: cdk.Stack, cluster: cdk.CfnResource, arn: str) -> None:
+        HyperPodAlerts(stack, "Alerts", cluster_arn=arn, cluster_name="ml", health_agent_logs=True,
+                       topic=sns.Topic.from_topic_arn(stack, "Brought", BROUGHT))  # fmt: skip
+
+    (policy,) = [
+        p
+        for p in of_type(synth(build), "AWS::IAM::ManagedPolicy").values()
+        if "LogBridge" in p["Properties"].get("Description", "")
+        or "log bridge" in p["Properties"].get("Description", "")
+    ]
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    key = statements["ExistingTopicKeyThroughSns"]
+    assert key["Resource"] == "*"
+    assert key["Condition"] == {"StringEquals": {"kms:ViaService": "sns.us-west-2.amazonaws.com"}}
+    assert statements["PublishAlerts"]["Resource"] == BROUGHT
+
+
 def test_node_health_off_and_no_levels_leave_only_the_failed_cluster_rule() -> None:
     def build(stack: cdk.Stack, cluster: cdk.CfnResource, arn: str) -> None:
         HyperPodAlerts(stack, "Alerts", cluster_arn=arn, cluster_name="ml", event_levels=[],

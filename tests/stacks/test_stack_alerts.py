@@ -107,6 +107,16 @@ def test_a_brought_topic_is_the_rules_target(build_variant) -> None:
     assert not synth.resources(KIND, "AWS::SNS::Topic")
 
 
+def test_a_brought_topic_with_the_slurm_log_bridge_passes_the_compliance_packs(
+    build_variant: Any,
+) -> None:
+    """The bridge may use the brought topic's key through SNS only: a reviewed wildcard."""
+    topic = "arn:aws:sns:us-west-2:111122223333:oncall"
+    synth = build_variant({"alerts": {"sns_topic_arn": topic}}, base="minimal")  # nag on
+    bridges = [k for k in synth.resources(KIND, "AWS::Lambda::Function") if "LogBridge" in k]
+    assert bridges
+
+
 @pytest.mark.parametrize("base", ["minimal", "eks-minimal"])
 def test_a_replaced_cluster_changes_the_alerts_in_their_own_template(
     build_variant: Any, base: str

@@ -303,6 +303,28 @@ class HyperPodAlerts(Construct):
             ],
             roles=[role],
         )
+        if self._topic is None:
+            # an existing topic may be encrypted with a key the app cannot name at synth
+            # (its KmsMasterKeyId is read by `make preflight`): any key, only through SNS of
+            # this region, as the SNS developer guide's publisher policy for encrypted topics
+            self.log_bridge_policy.add_statements(
+                iam.PolicyStatement(
+                    sid="ExistingTopicKeyThroughSns",
+                    actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                    resources=["*"],
+                    conditions={
+                        "StringEquals": {"kms:ViaService": f"sns.{stack.region}.amazonaws.com"}
+                    },
+                )
+            )
+            acknowledge(
+                self.log_bridge_policy,
+                "AwsSolutions-IAM5[Resource::*]",
+                "The existing alerts topic's key is not known at synth; the log bridge may use a "
+                "key only through SNS in this region (kms:ViaService), and only where the key's "
+                "own policy lets this account's IAM policies grant it (make preflight checks the "
+                "topic's key).",
+            )
         self.log_bridge = lambda_.Function(
             self,
             "LogBridge",

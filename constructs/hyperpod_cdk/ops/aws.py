@@ -368,6 +368,7 @@ READ_ONLY_ACTIONS = (
     "cloudformation:DescribeStackResource",
     "cloudformation:DescribeType",
     "cloudwatch:DescribeAlarms",
+    "sns:GetTopicAttributes",
     "sagemaker:ListClusterExtensionVersions",
     "aps:DescribeWorkspace",
     "aps:DescribeAlertManagerDefinition",

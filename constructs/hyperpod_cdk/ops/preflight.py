@@ -30,7 +30,7 @@ from hyperpod_cdk.ops import (
 )
 from hyperpod_cdk.ops.addon_configuration import check_addon_configuration
 from hyperpod_cdk.ops.addons import check_addon_upgrades, check_addon_versions
-from hyperpod_cdk.ops.alerts import check_rollback_alarms
+from hyperpod_cdk.ops.alerts import check_alerts_topic, check_rollback_alarms
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
     describe_error,
@@ -145,6 +145,11 @@ def _steps(
             "rollback alarms",
             ("cloudwatch",),
             lambda: check_rollback_alarms(config, clients("cloudwatch")),
+        ),
+        Step(
+            "alerts topic",
+            ("sns", "kms"),
+            lambda: check_alerts_topic(config, clients("sns"), clients("kms")),
         ),
         Step(
             "observability",
