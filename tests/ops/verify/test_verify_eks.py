@@ -1,7 +1,8 @@
 """The EKS checks of ``make verify`` against a fake Kubernetes API server (fake_kube.py).
 
 The cluster: a ``gpu`` group of ml.p5.48xlarge nodes (8 GPUs, 32 EFA devices each) and a
-``system`` group of ml.m5.2xlarge (not in the gates table) with a custom taint. What the test
+``system`` group of ml.m5.2xlarge (not in the gates table: EC2 DescribeInstanceTypes describes it,
+no GPU, no EFA) with a custom taint. What the test
 pods print is what the probe script, nccl-tests, dd and /proc/mounts print on a node; the clock
 is fake (``run.sleep`` advances it), so deadlines are reached without waiting.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ec2_answers import G6E_48XLARGE, M5_2XLARGE, described, unknown
 from fake_kube import FakeKube, JobScript, PodScript
 from ops_testkit import StubbedAws, environment
 
@@ -74,7 +76,13 @@ def cluster(gpu_ids: list[str] = GPU_IDS) -> FakeKube:
     return api
 
 
-def make_run(api: FakeKube, aws: StubbedAws, cfg: Any = None, **options: Any) -> VerifyRun:
+def make_run(
+    api: FakeKube, aws: StubbedAws, cfg: Any = None, *, m5: bool = True, **options: Any
+) -> VerifyRun:
+    """The run; ``m5``: queue EC2's one answer for the system group's ml.m5.2xlarge (off for a
+    test whose checks never need its facts)."""
+    if m5:
+        described(aws, "ml.m5.2xlarge", M5_2XLARGE)
     clock = Clock()
     nodes = [Node("gpu", i, P5, "Running") for i in GPU_IDS]
     nodes.append(Node("system", SYSTEM_ID, "ml.m5.2xlarge", "Running"))
@@ -185,11 +193,12 @@ def test_healthy_nodes_pass_with_their_devices(aws: StubbedAws) -> None:
     assert results["gpu"].outcome == "pass"
     assert results["gpu"].detail == (
         "3 of 3 Running nodes Ready and Schedulable, each with 8 nvidia.com/gpu, "
-        "32 vpc.amazonaws.com/efa"
+        "32 vpc.amazonaws.com/efa (from the gates table)"
     )
     assert results["gpu"].figures == {"ready": 3, "running": 3}
+    # m5.2xlarge: EC2 describes it without GPUs or EFA, so there are no devices to count
     assert results["system"].outcome == "pass"
-    assert "ml.m5.2xlarge not in the gates table" in results["system"].detail
+    assert results["system"].detail == "1 of 1 Running nodes Ready and Schedulable"
 
 
 def test_a_not_ready_node_fails_by_name(aws: StubbedAws) -> None:
@@ -232,7 +241,8 @@ def test_fewer_gpus_allocatable_than_the_type_has_fails(aws: StubbedAws) -> None
     api.add_node(GPU_IDS[2], "gpu", P5, allocatable={**P5_DEVICES, "nvidia.com/gpu": "7"})
     (failure,) = [r for r in eks.CHECKS["nodes"](make_run(api, aws)) if r.failed]
     assert failure.detail == (
-        f"node hyperpod-{GPU_IDS[2]} has 7 nvidia.com/gpu allocatable, ml.p5.48xlarge has 8"
+        f"node hyperpod-{GPU_IDS[2]} has 7 nvidia.com/gpu allocatable, ml.p5.48xlarge has 8 "
+        "(devices from the gates table)"
     )
     assert "eks.dependencies.nvidia_device_plugin" in (failure.fix or "")
     assert failure.figures == {"allocatable": 7, "expected": 8}
@@ -248,7 +258,7 @@ def test_a_running_instance_that_never_joined_fails(aws: StubbedAws) -> None:
 def test_a_caller_without_access_is_a_failed_line(aws: StubbedAws) -> None:
     api = cluster()
     api.denied.append("/api/v1/nodes")
-    (result,) = eks.CHECKS["nodes"](make_run(api, aws))
+    (result,) = eks.CHECKS["nodes"](make_run(api, aws, m5=False))
     assert result.failed and "refused the caller" in result.detail
     assert "access entry" in (result.fix or "")
 
@@ -269,11 +279,13 @@ def test_one_probe_pod_per_idle_gpu_node_serves_efa_and_containers(aws: StubbedA
     efa = by_subject(eks.CHECKS["efa"](run))
     containers = by_subject(eks.CHECKS["containers"](run))
     assert efa["gpu"].outcome == "pass" and efa["gpu"].figures == {"nodes": 3, "efa_devices": 32}
-    assert efa["gpu"].detail == "3 idle nodes: 32 efa devices each"
+    assert efa["gpu"].detail == "3 idle nodes: 32 efa devices each (EFA interfaces from the gates table)"  # fmt: skip
     assert containers["gpu"].outcome == "pass"
     assert containers["gpu"].figures == {"nodes": 3, "gpus": 8, "efa_devices": 32}
     assert efa["system"].outcome == containers["system"].outcome == "skip"
-    assert efa["system"].detail == "ml.m5.2xlarge is not in the gates table"
+    assert efa["system"].detail == (
+        "ml.m5.2xlarge has no NVIDIA GPUs (GPUs from DescribeInstanceTypes; the test image is CUDA)"
+    )
     pods = api.created("pods")
     assert len(pods) == 3  # shared by both checks
     assert sorted(map(pinned_host, pods)) == [f"hyperpod-{i}" for i in GPU_IDS]
@@ -302,7 +314,8 @@ def test_efa_fails_on_a_limited_memlock_or_a_missing_device(aws: StubbedAws) -> 
         f"locked memory (ulimit -l) in a pod on hyperpod-{GPU_IDS[0]} is 65536, must be unlimited"
     )
     assert efa[f"gpu/{GPU_IDS[1]}"].detail == (
-        f"fi_info lists 31 EFA devices on hyperpod-{GPU_IDS[1]}, ml.p5.48xlarge has 32"
+        f"fi_info lists 31 EFA devices on hyperpod-{GPU_IDS[1]}, ml.p5.48xlarge has 32 "
+        "(EFA interfaces from the gates table)"
     )
     assert "gpu" not in efa  # no pass next to the failures
     containers = by_subject(eks.CHECKS["containers"](run))
@@ -352,7 +365,7 @@ def test_a_busy_node_is_left_alone(aws: StubbedAws) -> None:
 def test_task_governance_without_a_queue_skips_the_pod_checks(aws: StubbedAws) -> None:
     cfg = config(**{"eks.addons.task_governance": True})
     api = cluster()
-    run = make_run(api, aws, cfg)
+    run = make_run(api, aws, cfg, m5=False)
     for check in ("efa", "containers", "nccl", "fsx"):
         (result,) = eks.CHECKS[check](run)
         assert result.outcome == "skip" and "--queue" in result.detail, check
@@ -404,7 +417,7 @@ def test_nccl_runs_an_mpijob_on_two_idle_nodes_and_passes_with_figures(aws: Stub
 def test_nccl_is_skipped_without_the_mpi_operator(aws: StubbedAws) -> None:
     cfg = config(**{"eks.dependencies.mpi_operator": False})
     api = cluster()
-    (result,) = eks.CHECKS["nccl"](make_run(api, aws, cfg))
+    (result,) = eks.CHECKS["nccl"](make_run(api, aws, cfg, m5=False))
     assert result.outcome == "skip" and "eks.dependencies.mpi_operator" in result.detail
     assert api.calls == []
 
@@ -447,12 +460,51 @@ def test_nccl_on_all_nodes_is_reported_not_gated(aws: StubbedAws) -> None:
     assert reported.outcome == "pass" and reported.detail.startswith("reported, not gated:")
 
 
+# -- an instance type without a row in the gates table ----------------------------------------
+
+
+def test_a_type_without_a_row_gets_its_devices_and_gate_from_ec2(aws: StubbedAws) -> None:
+    g6e = "ml.g6e.48xlarge"
+    described(aws, g6e, G6E_48XLARGE)  # one answer for nodes, efa, containers and nccl
+    api = FakeKube()
+    for instance_id in GPU_IDS:
+        api.add_node(instance_id, "gpu", g6e, allocatable={"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"})  # fmt: skip
+    api.add_node(SYSTEM_ID, "system", "ml.m5.2xlarge")
+    api.on_pod = lambda pod: PodScript(log=probe_log(efa=4)) if "-probe-" in pod["metadata"]["name"] else healthy_pod(pod)  # fmt: skip
+    api.on_mpijob = lambda job: JobScript(launcher_log=nccl_log())
+    run = make_run(api, aws)
+    run.nodes = [Node("gpu", i, g6e, "Running") if n.group == "gpu" else n for i, n in zip([*GPU_IDS, SYSTEM_ID], run.nodes, strict=True)]  # fmt: skip
+    nodes = by_subject(eks.CHECKS["nodes"](run))["gpu"]
+    efa = by_subject(eks.CHECKS["efa"](run))["gpu"]
+    nccl = by_subject(eks.CHECKS["nccl"](run))["gpu"]
+    assert nodes.detail.endswith(
+        "each with 8 nvidia.com/gpu, 4 vpc.amazonaws.com/efa (from DescribeInstanceTypes)"
+    )
+    assert efa.outcome == "pass" and efa.figures == {"nodes": 3, "efa_devices": 4}
+    assert efa.detail == "3 idle nodes: 4 efa devices each (EFA interfaces from DescribeInstanceTypes)"  # fmt: skip
+    assert nccl.outcome == "pass", nccl
+    assert nccl.figures["gate_gbps"] == 40.0  # provisional: 0.8 x 400 Gbit/s / 8
+    (job,) = api.created("mpijobs")
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert worker["resources"]["limits"] == {"nvidia.com/gpu": "8", "vpc.amazonaws.com/efa": "4"}
+
+
+def test_a_type_ec2_does_not_know_skips_with_the_reason(aws: StubbedAws) -> None:
+    unknown(aws, "ml.m5.2xlarge")
+    results = by_subject(eks.CHECKS["efa"](make_run(cluster(), aws, m5=False)))
+    assert results["gpu"].outcome == "pass"  # a table type: no EC2 call
+    assert results["system"].outcome == "skip"
+    assert results["system"].detail.startswith(
+        "ml.m5.2xlarge is not in the gates table and EC2 does not know m5.2xlarge"
+    )
+
+
 # -- fsx ---------------------------------------------------------------------------------------
 
 
 def test_fsx_mounts_and_sums_the_clients_throughput(aws: StubbedAws) -> None:
     api = cluster()
-    run = make_run(api, aws)
+    run = make_run(api, aws, m5=False)
     results = by_subject(eks.CHECKS["fsx"](run))
     assert results["mount"].outcome == "pass"
     assert results["mount"].detail == f"{DNS}@tcp:/{MOUNT_NAME} mounted in pods on 4 nodes"
@@ -486,7 +538,7 @@ def test_fsx_mounted_with_another_dns_name_fails(aws: StubbedAws) -> None:
     api = cluster()
     other = "fs-0fffffffffffffff0.fsx.us-west-2.amazonaws.com"
     api.on_pod = lambda pod: PodScript(log=fsx_log(dns=other))
-    results = eks.CHECKS["fsx"](make_run(api, aws))
+    results = eks.CHECKS["fsx"](make_run(api, aws, m5=False))
     assert results and all(r.failed for r in results)
     assert results[0].detail == (
         f"the pod on hyperpod-{GPU_IDS[0]} mounted {other}@tcp:/{MOUNT_NAME}, "
@@ -497,7 +549,7 @@ def test_fsx_mounted_with_another_dns_name_fails(aws: StubbedAws) -> None:
 def test_fsx_slow_clients_fail_the_gate(aws: StubbedAws) -> None:
     api = cluster()
     api.on_pod = lambda pod: PodScript(log=fsx_log(write_seconds=60))  # 35.8 MB/s each
-    throughput = by_subject(eks.CHECKS["fsx"](make_run(api, aws)))["throughput"]
+    throughput = by_subject(eks.CHECKS["fsx"](make_run(api, aws, m5=False)))["throughput"]
     assert throughput.failed and "write 143.2 MB/s is under the gate" in throughput.detail
 
 
@@ -505,7 +557,7 @@ def test_fsx_throughput_skips_under_a_data_repository_path(aws: StubbedAws, monk
     monkeypatch.setattr(aws_checks, "scratch_path", lambda facts, run_id: None)
     api = cluster()
     api.on_pod = lambda pod: PodScript(log=f"verify:mounts-begin\n{mounts()}verify:mounts-end\n")
-    results = by_subject(eks.CHECKS["fsx"](make_run(api, aws)))
+    results = by_subject(eks.CHECKS["fsx"](make_run(api, aws, m5=False)))
     assert results["mount"].outcome == "pass"
     assert results["throughput"].outcome == "skip"
     assert "exported to S3" in results["throughput"].detail
@@ -513,7 +565,7 @@ def test_fsx_throughput_skips_under_a_data_repository_path(aws: StubbedAws, monk
 
 def test_fsx_without_the_csi_driver_is_skipped(aws: StubbedAws) -> None:
     cfg = config(**{"eks.addons.fsx_csi_driver": False})
-    (result,) = eks.CHECKS["fsx"](make_run(cluster(), aws, cfg))
+    (result,) = eks.CHECKS["fsx"](make_run(cluster(), aws, cfg, m5=False))
     assert result.outcome == "skip" and "eks.addons.fsx_csi_driver" in result.detail
 
 
@@ -529,7 +581,7 @@ def test_leftovers_finds_the_runs_namespaces_and_volumes(aws: StubbedAws) -> Non
     other = {"labels": {RUN_LABEL: "hpv-ffffffffffff"}}
     api.add("/api/v1/namespaces/hpv-ffffffffffff", {"metadata": {"name": "hpv-ffffffffffff", **other}})  # fmt: skip
     api.add("/api/v1/namespaces/kube-system", {"metadata": {"name": "kube-system"}})
-    found = eks.leftovers(make_run(api, aws))
+    found = eks.leftovers(make_run(api, aws, m5=False))
     assert [f.by_hand for f in found] == [
         f"kubectl delete persistentvolume {RUN_ID}-fsx",
         f"kubectl delete namespace {RUN_ID}",
@@ -571,7 +623,7 @@ def test_pod_file_access_writes_reads_and_removes(aws: StubbedAws) -> None:
     api = cluster()
     files = FileSystem()
     api.on_pod = files
-    access = eks.PodFsx(make_run(api, aws))
+    access = eks.PodFsx(make_run(api, aws, m5=False))
     access.write("/datasets/hpv/check.txt", b"hello\x00world", timeout=120)
     assert files.files == {"/datasets/hpv/check.txt": b"hello\x00world"}
     assert access.read("/datasets/hpv/check.txt", timeout=120) == b"hello\x00world"
@@ -591,7 +643,7 @@ def test_pod_file_access_fails_when_its_pod_does_not_finish(aws: StubbedAws) -> 
     api = cluster()
     api.on_pod = lambda pod: PodScript(phase="Running")
     with pytest.raises(RuntimeError, match="did not finish: Running"):
-        eks.PodFsx(make_run(api, aws)).write("/a.txt", b"x", timeout=30)
+        eks.PodFsx(make_run(api, aws, m5=False)).write("/a.txt", b"x", timeout=30)
 
 
 def test_every_script_a_pod_runs_passes_shellcheck(aws: StubbedAws, tmp_path: Path) -> None:
@@ -600,7 +652,7 @@ def test_every_script_a_pod_runs_passes_shellcheck(aws: StubbedAws, tmp_path: Pa
         pytest.skip("shellcheck is not installed")
     api = cluster()
     api.on_pod = FileSystem()
-    access = eks.PodFsx(make_run(api, aws))
+    access = eks.PodFsx(make_run(api, aws, m5=False))
     access.write("/a/b.txt", b"x", timeout=60)
     access.read("/a/b.txt", timeout=60)
     access.remove("/a", timeout=60)

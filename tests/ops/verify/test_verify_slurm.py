@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ops_testkit import environment
+from ec2_answers import G6E_48XLARGE, described, unknown
+from ops_testkit import StubbedAws, environment
 
 from hyperpod_cdk.ops.ssm import RemoteResult
 from hyperpod_cdk.ops.verify import aws_checks, slurm
@@ -435,6 +436,61 @@ def test_nccl_sbatch_refused_fails_with_its_message(fake: FakeSlurm) -> None:
     [result] = slurm.CHECKS["nccl"](run)
     assert result.outcome == "fail"
     assert "Requested node configuration is not available" in result.detail
+
+
+# --- instance types without a row in the gates table --------------------------------------
+
+
+def other_type_run(fake: FakeSlurm, aws: StubbedAws, instance_type: str) -> VerifyRun:
+    """The healthy cluster with its gpu nodes of ``instance_type``, and AWS stubbed."""
+    run, _ = make_run(fake)
+    run.clients = aws
+    run.nodes = [
+        Node(n.group, n.instance_id, instance_type, n.status) if n.group == "gpu" else n
+        for n in run.nodes
+    ]
+    return run
+
+
+def test_a_type_without_a_row_is_checked_with_the_facts_ec2_gives(
+    fake: FakeSlurm, aws: StubbedAws
+) -> None:
+    described(aws, "ml.g6e.48xlarge", G6E_48XLARGE)  # one answer serves the whole run
+    for node in NODES:
+        fake.write(f"node/{node}/efa", "4")
+    fake.write("nccl_output", nccl_output(busbw=45.0))
+    run = other_type_run(fake, aws, "ml.g6e.48xlarge")
+    [efa] = slurm.CHECKS["efa"](run)
+    [containers] = slurm.CHECKS["containers"](run)
+    [nccl] = slurm.CHECKS["nccl"](run)
+    assert efa.outcome == "pass", efa
+    assert efa.figures == {"nodes": 2, "efa_devices": 4}
+    assert "4 EFA devices each (EFA interfaces from DescribeInstanceTypes)" in efa.detail
+    assert containers.outcome == "pass", containers
+    assert nccl.outcome == "pass", nccl
+    # provisional floor: 0.8 x (4 cards x 100 Gbit/s / 8) = 40 GB/s
+    assert nccl.figures["gate_gbps"] == 40.0 and nccl.figures["reference_gbps"] == 50.0
+    assert "0.8 x 50 GB/s EFA rate, provisional" in nccl.detail
+    assert all("gates table" not in r.detail for r in (efa, containers, nccl))
+    assert "--gpus-per-node=8" in next(
+        line for line in fake.log().splitlines() if line.startswith("sbatch ")
+    )
+
+
+def test_a_type_ec2_does_not_know_is_skipped_without_a_job(
+    fake: FakeSlurm, aws: StubbedAws
+) -> None:
+    unknown(aws, "ml.p6e-gb200.36xlarge")
+    run = other_type_run(fake, aws, "ml.p6e-gb200.36xlarge")
+    [efa] = slurm.CHECKS["efa"](run)
+    [nccl] = slurm.CHECKS["nccl"](run)
+    for result in (efa, nccl):
+        assert result.outcome == "skip" and result.subject == "gpu"
+        assert result.detail.startswith(
+            "ml.p6e-gb200.36xlarge is not in the gates table and EC2 does not know "
+            "p6e-gb200.36xlarge (DescribeInstanceTypes: InvalidInstanceType"
+        )
+    assert "srun" not in fake.log() and "sbatch" not in fake.log()
 
 
 # --- fsx -----------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from hyperpod_cdk.ops.aws import (
     unavailable_reason,
 )
 from hyperpod_cdk.ops.status import FAILED_NODE_STATUS, lifecycle_log_group, read_status
-from hyperpod_cdk.ops.verify import gates
+from hyperpod_cdk.ops.verify import instance_types
 from hyperpod_cdk.ops.verify.model import (
     BUDGET_SECONDS,
     RUN_LABEL,
@@ -583,10 +583,11 @@ def _health_check_groups(run: VerifyRun) -> dict[str, list[str]]:
         name = str(group.get("InstanceGroupName"))
         if not _is_compute(run, group):
             continue
-        facts = gates.instance_facts(_group_type(group))
         if name in configured:
             groups[name] = configured[name]
-        elif facts is not None and facts.accelerator != "none":
+            continue
+        facts = instance_types.lookup(run, _group_type(group)).facts
+        if facts is not None and facts.accelerator != "none":
             groups[name] = list(DEFAULT_DEEP_HEALTH_CHECKS)
     return groups
 

@@ -51,7 +51,7 @@ from hyperpod_cdk.ops.k8s import (
     KubernetesUnreachable,
     label_selector,
 )
-from hyperpod_cdk.ops.verify import aws_checks, gates, parsers
+from hyperpod_cdk.ops.verify import aws_checks, gates, instance_types, parsers
 from hyperpod_cdk.ops.verify.model import (
     BUDGET_SECONDS,
     RUN_LABEL,
@@ -265,7 +265,7 @@ def _nodes(run: VerifyRun) -> list[Result]:
         problems = [r for n in running if (r := _node_problem(run, n, kube.get(n.instance_id)))]
         results += problems
         if not problems:
-            results.append(_nodes_passed(group, running, kube))
+            results.append(_nodes_passed(run, group, running))
     return results
 
 
@@ -296,13 +296,14 @@ def _node_problem(run: VerifyRun, node: Node, kube: KubeNode | None) -> Result |
             f"(kubectl get node {kube.name} -L {HEALTH_KEY}) and run make verify again",
             subject,
         )
-    facts = gates.instance_facts(node.instance_type)
+    facts = instance_types.lookup(run, node.instance_type).facts
     for resource, wanted, plugin in _device_resources(facts):
         have = _count(kube.allocatable.get(resource, 0))
-        if have < wanted:
+        if have < wanted and facts is not None:
             return failed(
                 "nodes",
-                f"node {kube.name} has {have} {resource} allocatable, {node.instance_type} has {wanted}",
+                f"node {kube.name} has {have} {resource} allocatable, {node.instance_type} has "
+                f"{wanted} ({instance_types.source_note(facts, 'devices')})",
                 f"check the device plugin pod on the node (kubectl -n kube-system get pods -o wide "
                 f"--field-selector spec.nodeName={kube.name}) and eks.dependencies.{plugin}",
                 subject,
@@ -326,20 +327,25 @@ def _device_resources(facts: gates.InstanceFacts | None) -> list[tuple[str, int,
     return wanted
 
 
-def _nodes_passed(group: str, running: list[Node], kube: Mapping[str, KubeNode]) -> Result:
+def _nodes_passed(run: VerifyRun, group: str, running: list[Node]) -> Result:
     types = sorted({n.instance_type for n in running})
     devices: list[str] = []
+    sources: set[str] = set()
     unknown: list[str] = []
     for instance_type in types:
-        facts = gates.instance_facts(instance_type)
-        if facts is None:
-            unknown.append(instance_type)
-        devices += [f"{count} {resource}" for resource, count, _ in _device_resources(facts)]
+        found = instance_types.lookup(run, instance_type)
+        if found.facts is None:
+            unknown.append(found.reason)
+            continue
+        wanted = _device_resources(found.facts)
+        devices += [f"{count} {resource}" for resource, count, _ in wanted]
+        if wanted:
+            sources.add(found.facts.source)
     detail = f"{len(running)} of {len(running)} Running nodes Ready and Schedulable"
     if devices:
-        detail += ", each with " + ", ".join(devices)
+        detail += f", each with {', '.join(devices)} (from {' and '.join(sorted(sources))})"
     if unknown:
-        detail += f" (devices not checked: {', '.join(unknown)} not in the gates table)"
+        detail += f" (devices not checked: {'; '.join(unknown)})"
     return passed("nodes", detail, group, ready=len(running), running=len(running))
 
 
@@ -669,12 +675,14 @@ def _probe_round(run: VerifyRun) -> ProbeRound:
         if not running:
             found.skips[group] = "no Running node in the group"
             continue
-        facts = gates.instance_facts(running[0].instance_type)
+        known = instance_types.lookup(run, running[0].instance_type)
+        facts = known.facts
         if facts is None:
-            found.skips[group] = f"{running[0].instance_type} is not in the gates table"
+            found.skips[group] = known.reason
         elif facts.accelerator != "nvidia":
             found.skips[group] = (
-                f"{facts.instance_type} has no NVIDIA GPUs (the test image is CUDA)"
+                f"{facts.instance_type} has no NVIDIA GPUs "
+                f"({instance_types.source_note(facts, 'GPUs')}; the test image is CUDA)"
             )
         elif not idle[group]:
             found.skips[group] = f"none of its {len(running)} nodes is idle, Ready and Schedulable"
@@ -705,9 +713,11 @@ def _probe_results(
     run: VerifyRun,
     judge: Callable[[Probe], Result | None],
     figures: Callable[[list[Probe]], dict[str, int]],
+    expected: str,
     not_applicable: Callable[[gates.InstanceFacts], str | None] = lambda facts: None,
 ) -> list[Result]:
-    """One result per probed node that failed ``judge``, else one pass per group."""
+    """One result per probed node that failed ``judge``, else one pass per group that names
+    where the ``expected`` counts come from (``EFA interfaces from the gates table``)."""
     blocked = _pods_blocked(run)
     if blocked:
         return [skipped(check, blocked)]
@@ -726,17 +736,24 @@ def _probe_results(
                 problems.append(_pod_failure(check, run, probe.pod, subject, found.seconds))
             elif (problem := judge(probe)) is not None:
                 problems.append(problem)
-        results += problems or [_probe_passed(check, run, group, probes, figures(probes))]
+        results += problems or [_probe_passed(check, run, group, probes, figures(probes), expected)]
     return results
 
 
 def _probe_passed(
-    check: str, run: VerifyRun, group: str, probes: list[Probe], figures: dict[str, int]
+    check: str,
+    run: VerifyRun,
+    group: str,
+    probes: list[Probe],
+    figures: dict[str, int],
+    expected: str,
 ) -> Result:
     tested = len(probes)
     untested = len(run.group_nodes(group)) - tested
     shown = ", ".join(f"{value} {key.replace('_', ' ')}" for key, value in figures.items())
     detail = f"{tested} idle node{'s' if tested != 1 else ''}: {shown} each"
+    if probes:
+        detail += f" ({instance_types.source_note(probes[0].facts, expected)})"
     if untested:
         detail += f" ({untested} busy or unhealthy node{'s' if untested != 1 else ''} not tested)"
     return passed(check, detail, group, nodes=tested, **figures)
@@ -757,7 +774,8 @@ def _judge_efa(probe: Probe) -> Result | None:
         return failed(
             "efa",
             f"fi_info lists {probe.efa_devices} EFA devices on {probe.kube.name}, "
-            f"{facts.instance_type} has {facts.efa_interfaces}",
+            f"{facts.instance_type} has {facts.efa_interfaces} "
+            f"({instance_types.source_note(facts)})",
             "check the EFA device plugin (eks.dependencies.efa_device_plugin) on the node and its "
             f"allocatable {EFA}",
             subject,
@@ -783,11 +801,13 @@ def _efa_figures(probes: list[Probe]) -> dict[str, int]:
 def _efa(run: VerifyRun) -> list[Result]:
     """EFA on each idle NVIDIA GPU node, seen from a pod holding all its GPUs and EFA devices:
     the efa provider, as many devices as the instance type has, memlock unlimited."""
-    return _probe_results("efa", run, _judge_efa, _efa_figures, _without_efa)
+    return _probe_results("efa", run, _judge_efa, _efa_figures, "EFA interfaces", _without_efa)
 
 
 def _without_efa(facts: gates.InstanceFacts) -> str | None:
-    return None if facts.efa_interfaces else f"{facts.instance_type} has no EFA"
+    if facts.efa_interfaces:
+        return None
+    return f"{facts.instance_type} has no EFA ({instance_types.source_note(facts)})"
 
 
 def _judge_containers(probe: Probe) -> Result | None:
@@ -807,7 +827,8 @@ def _judge_containers(probe: Probe) -> Result | None:
         return failed(
             "containers",
             f"a pod on {probe.kube.name} sees {uverbs} EFA devices (/dev/infiniband/uverbs*), "
-            f"{facts.instance_type} has {facts.efa_interfaces}",
+            f"{facts.instance_type} has {facts.efa_interfaces} "
+            f"({instance_types.source_note(facts)})",
             "check the EFA device plugin (eks.dependencies.efa_device_plugin) on the node",
             subject,
             efa_devices=uverbs,
@@ -824,7 +845,9 @@ def _containers_figures(probes: list[Probe]) -> dict[str, int]:
 
 def _containers(run: VerifyRun) -> list[Result]:
     """A pod on each idle NVIDIA GPU node sees all the node's GPUs and EFA devices."""
-    return _probe_results("containers", run, _judge_containers, _containers_figures)
+    return _probe_results(
+        "containers", run, _judge_containers, _containers_figures, "GPUs and EFA interfaces"
+    )
 
 
 # -- nccl: an MPIJob on 2 idle nodes of each NVIDIA EFA group --------------------------------
@@ -960,8 +983,10 @@ def _nccl(run: VerifyRun) -> list[Result]:
     for group in _groups(run):
         running, hosts = run.group_nodes(group), idle.get(group, [])
         instance_type = running[0].instance_type if running else ""
-        facts, gate = gates.instance_facts(instance_type), gates.nccl_gate(instance_type)
-        reason = _nccl_not_applicable(running, hosts, facts, gate)
+        known = instance_types.lookup(run, instance_type) if running else None
+        facts = known.facts if known else None
+        gate = gates.nccl_gate(instance_type, facts) if facts else None
+        reason = _nccl_not_applicable(running, hosts, known, gate)
         if reason or facts is None or gate is None:
             results.append(skipped("nccl", reason or "no gate", group))
             continue
@@ -974,17 +999,20 @@ def _nccl(run: VerifyRun) -> list[Result]:
 def _nccl_not_applicable(
     running: list[Node],
     hosts: list[KubeNode],
-    facts: gates.InstanceFacts | None,
+    known: instance_types.Lookup | None,
     gate: gates.NcclGate | None,
 ) -> str | None:
     """Why a group gets no NCCL test (None: it does)."""
-    if not running:
+    if not running or known is None:
         return "no Running node in the group"
-    instance_type = running[0].instance_type
+    instance_type, facts = running[0].instance_type, known.facts
     if facts is None:
-        return f"{instance_type} is not in the gates table"
+        return known.reason
     if facts.accelerator != "nvidia" or not facts.efa_interfaces or gate is None:
-        return f"NCCL over EFA does not apply to {instance_type}"
+        return (
+            f"NCCL over EFA does not apply to {instance_type} "
+            f"({instance_types.source_note(facts, 'its GPUs and EFA interfaces')})"
+        )
     if len(hosts) < 2:
         return f"{len(hosts)} idle node(s) of {len(running)}: NCCL needs 2"
     return None

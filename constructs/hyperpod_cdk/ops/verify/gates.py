@@ -19,6 +19,8 @@ from typing import Literal
 from hyperpod_cdk.ops.verify.parsers import NcclRun
 
 GiB = 1024**3
+# How a result line names the table below as the source of an instance type's figures.
+FROM_TABLE = "the gates table"
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,9 @@ class InstanceFacts:
     :param accelerators: GPUs or Neuron devices (0 for none).
     :param efa_interfaces: EFA devices the instance type has (0: no EFA).
     :param efa_gbps: aggregate EFA bandwidth in Gbit/s (0: no EFA).
+    :param source: where the figures come from, as a result line names it: :data:`FROM_TABLE`
+        for a row of :data:`INSTANCE_FACTS`, ``DescribeInstanceTypes`` for the account's answer
+        (:mod:`hyperpod_cdk.ops.verify.instance_types`).
     """
 
     instance_type: str
@@ -37,6 +42,7 @@ class InstanceFacts:
     accelerators: int
     efa_interfaces: int
     efa_gbps: int
+    source: str = FROM_TABLE
 
 
 def _facts(
@@ -56,7 +62,9 @@ def _facts(
 #      ac.html) and the Neuron training FAQ, as quoted by public research notes (p4d: 4x 100 Gbps;
 #      p6-b200: 8x 400 Gbps; trn1.32xlarge 8x 100, trn1n.32xlarge 16x 100, trn2.48xlarge 16x 200).
 # Left out, as not confirmed with the search tools: g5, g6, g6e (their EFA counts by size),
-# trn2.3xlarge, p5.4xlarge, p6e-gb200; verify SKIPs them with "not in the gates table".
+# trn2.3xlarge, p5.4xlarge, p6e-gb200. verify reads those (and any other type without a row)
+# from the account once per run (EC2 DescribeInstanceTypes, ops/verify/instance_types.py) and
+# says so on its result lines; a type EC2 does not know SKIPs with "not in the gates table".
 INSTANCE_FACTS: Mapping[str, InstanceFacts] = MappingProxyType(
     dict(
         (
@@ -130,10 +138,11 @@ class NcclGate:
     provisional: bool
 
 
-def nccl_gate(instance_type: str) -> NcclGate | None:
+def nccl_gate(instance_type: str, facts: InstanceFacts | None = None) -> NcclGate | None:
     """The NCCL gate of ``instance_type``; None when NCCL does not apply (not NVIDIA GPUs, no
-    EFA) or the type is not in the table."""
-    facts = instance_facts(instance_type)
+    EFA) or there are no facts. ``facts``: the type's facts when they come from the account
+    (DescribeInstanceTypes); left out, the table row."""
+    facts = facts if facts is not None else instance_facts(instance_type)
     if facts is None or facts.accelerator != "nvidia" or facts.efa_interfaces == 0:
         return None
     published = NCCL_PUBLISHED.get(instance_type)
@@ -143,9 +152,14 @@ def nccl_gate(instance_type: str) -> NcclGate | None:
     # Provisional floor: the EFA line rate in GB/s. A 2-node all-reduce's bus bandwidth can
     # exceed the NIC rate (NVLink carries part of the reduction; nccl-tests issue 22), so this
     # floor is conservative: it catches a run on too few NICs or on sockets, not a slow fabric.
+    origin = (
+        INSTANCE_FACTS_SOURCE
+        if facts.source == FROM_TABLE
+        else f"EC2 {facts.source} read this run: the EFA network cards' peak bandwidth"
+    )
     source = (
         f"provisional: no published 2-node figure; floor = EFA rate {facts.efa_gbps} Gbit/s / 8 "
-        f"({INSTANCE_FACTS_SOURCE})"
+        f"({origin})"
     )
     return _gate(instance_type, facts.efa_gbps / 8, PROVISIONAL_MESSAGE_BYTES, source, True)
 

@@ -50,6 +50,12 @@ PERMISSIONS: tuple[Permission, ...] = (
     Permission("ssm:TerminateSession", "ssm:TerminateSession", "Slurm: ends its own sessions"),
     Permission("eks:DescribeCluster", "eks:DescribeCluster", "EKS: the endpoint and its CA"),
     Permission(
+        "ec2:DescribeInstanceTypes",
+        "ec2:DescribeInstanceTypes",
+        "nodes (EKS), efa, containers, nccl, --deep-health-check: the GPUs and EFA of an "
+        "instance type the gates table does not list (once per type)",
+    ),
+    Permission(
         "cloudformation:DescribeStacks", "cloudformation:DescribeStacks", "the file system id"
     ),
     Permission("fsx:DescribeFileSystems", "fsx:DescribeFileSystems", "fsx, dra"),

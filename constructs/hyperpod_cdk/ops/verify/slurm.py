@@ -33,7 +33,7 @@ from typing import Any
 
 from hyperpod_cdk.config.models import InstanceGroup
 from hyperpod_cdk.ops.ssm import RemoteResult, describe_problem
-from hyperpod_cdk.ops.verify import aws_checks, gates, parsers
+from hyperpod_cdk.ops.verify import aws_checks, gates, instance_types, parsers
 from hyperpod_cdk.ops.verify.model import (
     BUDGET_SECONDS,
     VERIFY_DIR,
@@ -522,10 +522,10 @@ def _facts_or_skip(
     instance_type = group_type(run, group)
     if instance_type is None:
         return None, skipped(check, "the group runs several instance types", group.name)
-    facts = gates.instance_facts(instance_type)
-    if facts is None:
-        return None, skipped(check, f"{instance_type} is not in the gates table", group.name)
-    return facts, None
+    known = instance_types.lookup(run, instance_type)
+    if known.facts is None:
+        return None, skipped(check, known.reason, group.name)
+    return known.facts, None
 
 
 def check_efa(run: VerifyRun) -> list[Result]:
@@ -541,7 +541,13 @@ def check_efa(run: VerifyRun) -> list[Result]:
         if facts is None:
             results.append(skip or skipped("efa", "no facts", group.name))
         elif facts.efa_interfaces == 0:
-            results.append(skipped("efa", f"{facts.instance_type} has no EFA", group.name))
+            results.append(
+                skipped(
+                    "efa",
+                    f"{facts.instance_type} has no EFA ({instance_types.source_note(facts)})",
+                    group.name,
+                )
+            )
         else:
             results.append(_efa_group(run, group, facts, slurm_nodes, deadline))
     return results
@@ -575,8 +581,8 @@ def _efa_group(
     if bad:
         return failed(
             "efa",
-            f"expected {facts.efa_interfaces} EFA devices (provider efa, memlock unlimited): "
-            + "; ".join(bad),
+            f"expected {facts.efa_interfaces} EFA devices ({instance_types.source_note(facts)}; "
+            "provider efa, memlock unlimited): " + "; ".join(bad),
             "check the node's EFA driver (fi_info -p efa) and that the group's instance type "
             "has network_interface efa; memlock: slurmd's LimitMEMLOCK=infinity and "
             "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf",
@@ -586,8 +592,8 @@ def _efa_group(
         )
     return passed(
         "efa",
-        f"{len(idle)} idle nodes: {facts.efa_interfaces} EFA devices each, provider efa, "
-        "memlock unlimited",
+        f"{len(idle)} idle nodes: {facts.efa_interfaces} EFA devices each "
+        f"({instance_types.source_note(facts)}), provider efa, memlock unlimited",
         group.name,
         nodes=len(idle),
         efa_devices=facts.efa_interfaces,
@@ -713,14 +719,17 @@ def _nccl_groups(
         if facts is None:
             yield group, None, None, skip
             continue
-        gate = gates.nccl_gate(facts.instance_type)
+        gate = gates.nccl_gate(facts.instance_type, facts)
         if facts.accelerator != "nvidia" or facts.efa_interfaces == 0 or gate is None:
+            note = instance_types.source_note(facts, "its GPUs and EFA interfaces")
             yield (
                 group,
                 facts,
                 None,
                 skipped(
-                    "nccl", f"NCCL over EFA does not apply to {facts.instance_type}", group.name
+                    "nccl",
+                    f"NCCL over EFA does not apply to {facts.instance_type} ({note})",
+                    group.name,
                 ),
             )
             continue
