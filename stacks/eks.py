@@ -23,7 +23,11 @@ from aws_cdk import aws_eks_v2 as eks_v2
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.observability import METRIC_KEYS, metric_levels, observability_settings
+from hyperpod_cdk.config.observability import (
+    metric_levels,
+    metrics_provider,
+    observability_settings,
+)
 from hyperpod_cdk.eks.addons import (
     ENVIRONMENT_TAG,
     TASK_GOVERNANCE,
@@ -171,7 +175,7 @@ def _addon_observability(config: EnvironmentConfig) -> AddonObservability | None
     if settings is None:
         return None
     return AddonObservability(
-        levels={METRIC_KEYS[key]: level for key, level in metric_levels(config).items()},
+        levels=metrics_provider(metric_levels(config)),
         logging=settings.logging,
         workspace_arn=settings.prometheus_workspace_arn,
     )

@@ -52,9 +52,9 @@ from hyperpod_cdk.config.alerts import all_rollback_alarm_names, auto_rollback_g
 from hyperpod_cdk.config.facts import closed_network_endpoints
 from hyperpod_cdk.config.node_setup import exporter_images, lifecycle_extra_files
 from hyperpod_cdk.config.observability import (
-    METRIC_KEYS,
     extension_version,
     metric_levels,
+    metrics_provider,
     observability_settings,
 )
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
@@ -642,7 +642,7 @@ class ClusterStack(EnvironmentStack):
             alert_rules=settings.alert_rules,
             alerts_topic_arn=topic if settings.alert_rules else None,
             cluster_arn=self.cluster.cluster_arn,
-            levels={METRIC_KEYS[key]: level for key, level in metric_levels(config).items()},
+            levels=metrics_provider(metric_levels(config)),
             logging=settings.logging,
             extension_version=extension_version(settings),
             node_roles=[nodes.execution_role.role, *nodes.configured_roles],

@@ -48,6 +48,7 @@ docs/observability.md says (a warning would fire on every such config).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import Field
@@ -201,15 +202,29 @@ def observability_settings(cfg: EnvironmentConfig) -> ObservabilityConfig | None
     return cfg.observability or ObservabilityConfig(enabled=True)
 
 
+def default_levels(*, slurm: bool, task_governance: bool = False) -> dict[str, Level]:
+    """Every category of an orchestrator with its default level (on EKS task governance is
+    ADVANCED when its add-on is on)."""
+    if slurm:
+        return dict(SLURM_DEFAULT_LEVELS)
+    levels = dict(EKS_DEFAULT_LEVELS)
+    if task_governance:
+        levels["task_governance"] = "ADVANCED"
+    return levels
+
+
+def metrics_provider(levels: Mapping[str, Level]) -> dict[str, Level]:
+    """Category levels as the add-on's (and the extension's) ``metricsProvider`` keys."""
+    return {METRIC_KEYS[category]: level for category, level in levels.items()}
+
+
 def metric_levels(cfg: EnvironmentConfig) -> dict[str, Level]:
     """Every category of the orchestrator with its level: the configured one, else the
-    default (on EKS task governance is ADVANCED when its add-on is on)."""
-    if cfg.is_slurm:
-        levels = dict(SLURM_DEFAULT_LEVELS)
-    else:
-        levels = dict(EKS_DEFAULT_LEVELS)
-        if cfg.eks_settings.addons.task_governance:
-            levels["task_governance"] = "ADVANCED"
+    default (:func:`default_levels`)."""
+    levels = default_levels(
+        slurm=cfg.is_slurm,
+        task_governance=not cfg.is_slurm and cfg.eks_settings.addons.task_governance,
+    )
     if cfg.observability is not None:
         levels.update(
             (key, level) for key, level in cfg.observability.levels.given().items() if key in levels

@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.models import EksAddons
-from hyperpod_cdk.config.observability import EKS_DEFAULT_LEVELS, METRIC_KEYS
+from hyperpod_cdk.config.observability import default_levels, metrics_provider
 from hyperpod_cdk.eks.addon_values import cert_manager_values, observability_values
 from hyperpod_cdk.eks.cluster import pinned_addon
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition
@@ -89,10 +89,7 @@ class AddonObservability:
     @classmethod
     def defaults(cls, *, task_governance: bool) -> AddonObservability:
         """AWS's default levels (task governance ADVANCED with its add-on), no logging."""
-        levels = dict(EKS_DEFAULT_LEVELS)
-        if task_governance:
-            levels["task_governance"] = "ADVANCED"
-        return cls({METRIC_KEYS[key]: level for key, level in levels.items()})
+        return cls(metrics_provider(default_levels(slurm=False, task_governance=task_governance)))
 
 
 class HyperPodEksAddons(Construct):

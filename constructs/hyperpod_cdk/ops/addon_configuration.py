@@ -24,7 +24,12 @@ from typing import Any
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.alerts import partition_of
 from hyperpod_cdk.config.inference import default_tls_bucket_name
-from hyperpod_cdk.config.observability import METRIC_KEYS, metric_levels, observability_settings
+from hyperpod_cdk.config.observability import (
+    METRIC_KEYS,
+    metric_levels,
+    metrics_provider,
+    observability_settings,
+)
 from hyperpod_cdk.eks import versions
 from hyperpod_cdk.eks.addon_values import (
     CERT_MANAGER,
@@ -91,7 +96,7 @@ def configured_addons(config: EnvironmentConfig, account: str) -> list[AddonConf
         built[OBSERVABILITY] = observability_values(
             prometheus_endpoint=f"https://aps-workspaces.{region}.{suffix}/workspaces/{workspace_id}",
             workspace_arn=workspace_arn,
-            levels={METRIC_KEYS[key]: level for key, level in metric_levels(config).items()},
+            levels=metrics_provider(metric_levels(config)),
             logging=observability.logging,
         )
     inference = config.eks_settings.addons.inference_settings
