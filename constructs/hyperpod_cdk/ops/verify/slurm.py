@@ -376,6 +376,30 @@ def _run_job(
     )
 
 
+def _job_answer(
+    run: VerifyRun,
+    check: str,
+    task: str,
+    what: str,
+    subject: str,
+    partition: str,
+    nodes: Sequence[SlurmNode],
+    deadline: float,
+    minutes: int = SHORT_JOB_MINUTES,
+    extra: Sequence[str] = (),
+    **settings: object,
+) -> Envelope | Result:
+    """:func:`_run_job`, then its envelope with a line from every node; else the failed result:
+    no envelope (:func:`_no_answer`, naming ``what``) or a node without a line
+    (:func:`_job_failed`)."""
+    envelope, result = _run_job(
+        run, check, task, partition, nodes, deadline, minutes, extra, **settings
+    )
+    if envelope is None:
+        return _no_answer(check, what, result, subject)
+    return _job_failed(check, subject, envelope, nodes) or envelope
+
+
 def _missing_nodes(envelope: Envelope, nodes: Sequence[SlurmNode]) -> list[str]:
     return [n.name for n in nodes if n.name not in envelope.nodes]
 
@@ -563,12 +587,11 @@ def _efa_group(
     idle = idle_nodes(slurm_nodes, _partition(group))
     if not idle:
         return skipped("efa", f"no idle node in partition {_partition(group)}", group.name)
-    envelope, result = _run_job(run, "efa", "efa", _partition(group), idle, deadline)
-    if envelope is None:
-        return _no_answer("efa", "the EFA job", result, group.name)
-    problem = _job_failed("efa", group.name, envelope, idle)
-    if problem:
-        return problem
+    envelope = _job_answer(
+        run, "efa", "efa", "the EFA job", group.name, _partition(group), idle, deadline
+    )
+    if isinstance(envelope, Result):
+        return envelope
     bad = []
     for node in idle:
         fields = envelope.nodes[node.name]
@@ -658,10 +681,12 @@ def _containers_group(
         extra.append(f"--container-mounts={mount}:{mount}")
     if idle[0].gres_gpus:
         extra.append(f"--gpus-per-node={facts.accelerators}")
-    envelope, result = _run_job(
+    envelope = _job_answer(
         run,
         "containers",
         "containers",
+        "the container job",
+        group.name,
         _partition(group),
         idle,
         deadline,
@@ -669,11 +694,8 @@ def _containers_group(
         extra,
         mount=mount or "",
     )
-    if envelope is None:
-        return _no_answer("containers", "the container job", result, group.name)
-    problem = _job_failed("containers", group.name, envelope, idle)
-    if problem:
-        return problem
+    if isinstance(envelope, Result):
+        return envelope
     fields = envelope.nodes[idle[0].name]
     _record_job(run, fields.get("job"))
     gpus = int(fields.get("gpus", "0") or 0)
@@ -1069,14 +1091,20 @@ def _throughput_result(
         lambda: fsx.remove(scratch, 120),
         f"rm -rf {on_node} (on the controller)",
     )
-    envelope, result = _run_job(
-        run, "fsx", "fsxio", partition, clients, deadline, scratch=on_node, size_mb=size_mib
+    envelope = _job_answer(
+        run,
+        "fsx",
+        "fsxio",
+        "the throughput job",
+        "throughput",
+        partition,
+        clients,
+        deadline,
+        scratch=on_node,
+        size_mb=size_mib,
     )
-    if envelope is None:
-        return _no_answer("fsx", "the throughput job", result, "throughput")
-    problem = _job_failed("fsx", "throughput", envelope, clients)
-    if problem:
-        return problem
+    if isinstance(envelope, Result):
+        return envelope
     write, read = _sum_throughput(envelope, clients)
     decision = gates.decide_fsx(facts.capacity_gib, facts.throughput_per_tib, write, read)
     tool = envelope.nodes[clients[0].name].get("tool", "?")
