@@ -11,15 +11,67 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
 from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
 from hyperpod_cdk.nag import acknowledge, nag_ref
 
-_BASIC_EXECUTION = "arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+_BASIC_EXECUTION_NAME = "AWSLambdaBasicExecutionRole"
+_VPC_ACCESS_NAME = "AWSLambdaVPCAccessExecutionRole"
+_BASIC_EXECUTION = f"arn:<AWS::Partition>:iam::aws:policy/service-role/{_BASIC_EXECUTION_NAME}"
+
+
+def handler_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    purpose: str,
+    description: str,
+    handler: str,
+    code: lambda_.Code,
+    runtime: lambda_.Runtime,
+    timeout: cdk.Duration,
+    role_path: str = "/",
+    vpc: ec2.IVpc | None = None,
+    subnets: Sequence[ec2.ISubnet] = (),
+    security_groups: Sequence[ec2.ISecurityGroup] = (),
+) -> lambda_.Function:
+    """A provider's handler function with its own role (``<construct_id>Role``): the AWS managed
+    basic execution policy (and the VPC access policy in a VPC), nothing else; the caller
+    attaches what the handler calls. Role and function are described ``"<purpose>:
+    <description>"``.
+    """
+    managed = [_BASIC_EXECUTION_NAME] + ([_VPC_ACCESS_NAME] if vpc is not None else [])
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"{purpose}: {description}",
+        managed_policies=[
+            iam.ManagedPolicy.from_aws_managed_policy_name(f"service-role/{name}")
+            for name in managed
+        ],
+        path=role_path,
+    )
+    return lambda_.Function(
+        scope,
+        construct_id,
+        runtime=runtime,
+        handler=handler,
+        code=code,
+        role=role,
+        timeout=timeout,
+        description=f"{purpose}: {description}",
+        vpc=vpc,
+        vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)) if subnets else None,
+        security_groups=list(security_groups) or None,
+    )
 
 
 def framework_functions(provider: cr.Provider) -> list[lambda_.Function]:

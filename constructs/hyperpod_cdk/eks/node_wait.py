@@ -22,6 +22,7 @@ from hyperpod_cdk.provider_framework import (
     acknowledge_deploy_time_handler,
     acknowledge_provider_framework,
     cfn_function,
+    handler_function,
 )
 
 HANDLER_DIR = Path(__file__).parent / "node_wait_handler"
@@ -41,7 +42,6 @@ DEFAULT_TIMEOUT = cdk.Duration.minutes(45)
 CLUSTER_ARN = re.compile(r"arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:cluster/[a-z0-9]{12}")
 
 _AWS_MANAGED = "arn:<AWS::Partition>:iam::aws:policy/service-role/"
-_BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
 _VPC_ACCESS = "AWSLambdaVPCAccessExecutionRole"
 
 
@@ -152,30 +152,19 @@ class HyperPodNodeWait(Construct):
         def handler(
             construct_id: str, entry: str, description: str, timeout: cdk.Duration
         ) -> lambda_.Function:
-            managed = [_BASIC_EXECUTION] + ([_VPC_ACCESS] if vpc is not None else [])
-            role = iam.Role(
-                infra,
-                f"{construct_id}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"HyperPod node wait: {description}",
-                managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(f"service-role/{name}")
-                    for name in managed
-                ],
-                path=role_path,
-            )
-            return lambda_.Function(
+            return handler_function(
                 infra,
                 construct_id,
-                runtime=RUNTIME,
+                purpose="HyperPod node wait",
+                description=description,
                 handler=f"index.{entry}",
                 code=code,
-                role=role,
+                runtime=RUNTIME,
                 timeout=timeout,
-                description=f"HyperPod node wait: {description}",
+                role_path=role_path,
                 vpc=vpc,
-                vpc_subnets=ec2.SubnetSelection(subnets=list(subnets)) if subnets else None,
-                security_groups=list(security_groups) or None,
+                subnets=subnets,
+                security_groups=security_groups,
             )
 
         # on_event only computes the deadline; is_complete pages through the node list with

@@ -38,6 +38,7 @@ from hyperpod_cdk.provider_framework import (
     acknowledge_deploy_time_handler,
     acknowledge_provider_framework,
     cfn_function,
+    handler_function,
 )
 
 HANDLER_DIR = Path(__file__).parent / "task_governance_handler"
@@ -46,8 +47,6 @@ QUERY_INTERVAL = cdk.Duration.seconds(20)
 # creating or deleting a policy or a quota takes minutes; CloudFormation gives a custom
 # resource an hour at most
 TOTAL_TIMEOUT = cdk.Duration.minutes(30)
-
-_BASIC_EXECUTION = "AWSLambdaBasicExecutionRole"
 
 
 def scheduler_config_request(governance: TaskGovernance) -> dict[str, Any]:
@@ -339,29 +338,20 @@ class HyperPodTaskGovernance(Construct):
         )
 
         def handler(construct_id: str, entry: str, description: str) -> lambda_.Function:
-            role = iam.Role(
-                infra,
-                f"{construct_id}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"HyperPod task governance: {description}",
-                managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(
-                        f"service-role/{_BASIC_EXECUTION}"
-                    )
-                ],
-                path=self._role_path,
-            )
-            policy.attach_to_role(role)
-            return lambda_.Function(
+            function = handler_function(
                 infra,
                 construct_id,
-                runtime=RUNTIME,
+                purpose="HyperPod task governance",
+                description=description,
                 handler=f"handler.{entry}",
                 code=code,
-                role=role,
+                runtime=RUNTIME,
                 timeout=cdk.Duration.minutes(2),
-                description=f"HyperPod task governance: {description}",
+                role_path=self._role_path,
             )
+            assert function.role is not None
+            policy.attach_to_role(function.role)
+            return function
 
         on_event = handler("OnEvent", "on_event", "creates, updates and deletes")
         is_complete = handler("IsComplete", "is_complete", "waits for the status")

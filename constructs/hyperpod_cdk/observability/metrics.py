@@ -64,6 +64,7 @@ from hyperpod_cdk.provider_framework import (
     acknowledge_deploy_time_handler,
     acknowledge_provider_framework,
     cfn_function,
+    handler_function,
 )
 
 RESOURCE_TYPE: Final = "Custom::HyperPodClusterExtension"
@@ -302,28 +303,17 @@ class HyperPodMetrics(Construct):
         code = lambda_.Code.from_asset(str(EXTENSION_HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
 
         def handler(construct_id: str, entry: str, description: str) -> lambda_.Function:
-            role = iam.Role(
-                self,
-                f"{construct_id}Role",
-                assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                description=f"HyperPod observability extension: {description}",
-                managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(
-                        "service-role/AWSLambdaBasicExecutionRole"
-                    )
-                ],
-                path=role_path,
-            )
-            return lambda_.Function(
+            return handler_function(
                 self,
                 construct_id,
-                runtime=RUNTIME,
+                purpose="HyperPod observability extension",
+                description=description,
                 handler=f"handler.{entry}",
                 code=code,
-                role=role,
+                runtime=RUNTIME,
                 # botocore: 10 s connect + 30 s read, 3 attempts per call
                 timeout=cdk.Duration.minutes(3),
-                description=f"HyperPod observability extension: {description}",
+                role_path=role_path,
             )
 
         self.on_event_function = handler("OnEvent", "on_event", "creates, updates, deletes it")
