@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from hyperpod_cdk.config import Issue
+from hyperpod_cdk.config import ConfigError, EnvironmentConfig, Issue, validate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -114,3 +114,30 @@ def assert_issue(issues: list[Issue], path: str, fragment: str) -> None:
     assert any(i.path == path and fragment in i.message for i in issues), (
         f"expected {path}: ...{fragment}... among:\n{listing}"
     )
+
+
+def issues(changes: dict[str, Any], base: str = "slurm") -> list[Issue]:
+    """Every problem of ``build(changes, base)``: its errors and warnings when it is invalid,
+    else its warnings."""
+    try:
+        _, found = validate(build(changes, base), None)
+    except ConfigError as exc:
+        return list(exc.issues)
+    return list(found)
+
+
+def errors(changes: dict[str, Any], base: str = "slurm") -> list[Issue]:
+    """The errors of ``build(changes, base)``."""
+    return [i for i in issues(changes, base) if i.severity == "error"]
+
+
+def warnings(changes: dict[str, Any], base: str = "slurm") -> list[Issue]:
+    """The warnings of ``build(changes, base)``."""
+    return [i for i in issues(changes, base) if i.severity == "warning"]
+
+
+def config(changes: dict[str, Any], base: str = "slurm") -> EnvironmentConfig:
+    """The validated config of ``build(changes, base)`` (it must be valid)."""
+    cfg, _ = validate(build(changes, base), None)
+    assert isinstance(cfg, EnvironmentConfig)
+    return cfg

@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from config_testkit import assert_issue, build
+from config_testkit import assert_issue, config, errors, warnings
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, validate
 from hyperpod_cdk.config.alerts import (
     MAX_RULE_NAME,
     all_rollback_alarm_names,
@@ -22,28 +21,6 @@ TOPIC = "arn:aws:sns:us-west-2:444455556666:shared-alerts"
 GROUP = "cluster.instance_groups[2]"
 UPDATE = f"{GROUP}.scheduled_update"
 SCHEDULE = "cron(0 3 ? * SUN *)"
-
-
-def issues(changes: dict[str, Any], base: str = "slurm") -> list:
-    try:
-        _, warnings = validate(build(changes, base), None)
-    except ConfigError as exc:
-        return list(exc.issues)
-    return list(warnings)
-
-
-def errors(changes: dict[str, Any], base: str = "slurm") -> list:
-    return [i for i in issues(changes, base) if i.severity == "error"]
-
-
-def warnings(changes: dict[str, Any], base: str = "slurm") -> list:
-    return [i for i in issues(changes, base) if i.severity == "warning"]
-
-
-def config(changes: dict[str, Any], base: str = "slurm") -> EnvironmentConfig:
-    cfg, _ = validate(build(changes, base), None)
-    assert isinstance(cfg, EnvironmentConfig)
-    return cfg
 
 
 # -- alerts ------------------------------------------------------------------------------------

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import config_testkit as kit
 import pytest
 from config_testkit import assert_issue, build
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, validate
+from hyperpod_cdk.config import EnvironmentConfig, validate
 
 G = "cluster.instance_groups"
 BURST = {"name": "burst", "instance_type": "ml.g5.8xlarge", "count": 0}
+
+
+errors = functools.partial(kit.errors, base="eks")
+warnings = functools.partial(kit.warnings, base="eks")
 
 
 def pool(name: str = "burst", groups: tuple[str, ...] = ("burst",), **limits: Any) -> dict:
@@ -26,22 +32,6 @@ def scaling(**changes: Any) -> dict[str, Any]:
     }
     out.update(changes)
     return out
-
-
-def issues(changes: dict[str, Any], base: str = "eks") -> list:
-    try:
-        _, found = validate(build(changes, base), None)
-    except ConfigError as exc:
-        return list(exc.issues)
-    return list(found)
-
-
-def errors(changes: dict[str, Any], base: str = "eks") -> list:
-    return [i for i in issues(changes, base) if i.severity == "error"]
-
-
-def warnings(changes: dict[str, Any], base: str = "eks") -> list:
-    return [i for i in issues(changes, base) if i.severity == "warning"]
 
 
 def test_a_node_pool_of_a_group_at_zero_is_valid() -> None:

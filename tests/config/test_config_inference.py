@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import config_testkit as kit
 import pytest
-from config_testkit import assert_issue, build
+from config_testkit import assert_issue
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, validate
 from hyperpod_cdk.config.inference import (
     InferenceSettings,
     bucket_name_problem,
@@ -27,22 +28,9 @@ PROVIDER = (
 )
 
 
-def issues(changes: dict[str, Any], base: str = "eks") -> list:
-    try:
-        _, warnings = validate(build(changes, base), None)
-    except ConfigError as exc:
-        return list(exc.issues)
-    return list(warnings)
-
-
-def errors(changes: dict[str, Any], base: str = "eks") -> list:
-    return [i for i in issues(changes, base) if i.severity == "error"]
-
-
-def config(changes: dict[str, Any]) -> EnvironmentConfig:
-    cfg, _ = validate(build(changes, "eks"), None)
-    assert isinstance(cfg, EnvironmentConfig)
-    return cfg
+issues = functools.partial(kit.issues, base="eks")
+errors = functools.partial(kit.errors, base="eks")
+config = functools.partial(kit.config, base="eks")
 
 
 def adopted(**inference: Any) -> dict[str, Any]:

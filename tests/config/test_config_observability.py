@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from config_testkit import assert_issue, build
+from config_testkit import assert_issue, config, errors, issues, warnings
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, validate
 from hyperpod_cdk.config.facts import GRAFANA_REGIONS
 from hyperpod_cdk.config.observability import (
     EKS_ONLY_CATEGORIES,
@@ -25,30 +24,8 @@ ALERTS = {"alerts": {"emails": ["oncall@example.com"]}}
 WORKSPACE = "arn:aws:aps:us-west-2:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef"
 
 
-def issues(changes: dict[str, Any], base: str = "slurm") -> list:
-    try:
-        _, warnings = validate(build(changes, base), None)
-    except ConfigError as exc:
-        return list(exc.issues)
-    return list(warnings)
-
-
-def errors(changes: dict[str, Any], base: str = "slurm") -> list:
-    return [i for i in issues(changes, base) if i.severity == "error"]
-
-
-def warnings(changes: dict[str, Any], base: str = "slurm") -> list:
-    return [i for i in issues(changes, base) if i.severity == "warning"]
-
-
 def ours(found: list) -> list:
     return [i for i in found if i.path.startswith("observability")]
-
-
-def config(changes: dict[str, Any], base: str = "slurm") -> EnvironmentConfig:
-    cfg, _ = validate(build(changes, base), None)
-    assert isinstance(cfg, EnvironmentConfig)
-    return cfg
 
 
 # -- shape and defaults ----------------------------------------------------------------------

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
+import config_testkit as kit
 import pytest
 from config_testkit import assert_issue, build
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, validate
+from hyperpod_cdk.config import validate
 from hyperpod_cdk.config.task_governance import local_queue_of, namespace_of
 
 KEY = "eks.task_governance"
 ADMIN = "arn:aws:iam::111122223333:role/Admin"
 RESEARCH = "arn:aws:iam::111122223333:role/research-ds"
+
+
+errors = functools.partial(kit.errors, base="eks")
+config = functools.partial(kit.config, base="eks")
 
 
 def team(name: str = "research", **extra: Any) -> dict[str, Any]:
@@ -29,24 +35,6 @@ def governed(**changes: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"eks.addons.task_governance": True, KEY: {"teams": [team()]}}
     out.update(changes)
     return out
-
-
-def issues(changes: dict[str, Any]) -> list:
-    try:
-        validate(build(changes, "eks"), None)
-    except ConfigError as exc:
-        return list(exc.issues)
-    return []
-
-
-def errors(changes: dict[str, Any]) -> list:
-    return [i for i in issues(changes) if i.severity == "error"]
-
-
-def config(changes: dict[str, Any]) -> EnvironmentConfig:
-    cfg, _ = validate(build(changes, "eks"), None)
-    assert isinstance(cfg, EnvironmentConfig)
-    return cfg
 
 
 def test_a_team_with_the_addon_is_valid_and_the_policy_defaults_to_aws_five_classes() -> None:
