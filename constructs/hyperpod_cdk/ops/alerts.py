@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.alerts import AUTO
+from hyperpod_cdk.config.alerts import AUTO, auto_rollback_groups
+from hyperpod_cdk.config.observability import observability_settings
 from hyperpod_cdk.ops.aws import call_or_none
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
 
@@ -79,9 +80,6 @@ def topic_publishers(config: EnvironmentConfig) -> dict[str, str]:
     (the alarms notify the topic); Amazon Managed Prometheus when the app's own workspace routes
     AWS's alert rules there (an adopted workspace's alert manager is its owner's to route).
     """
-    from hyperpod_cdk.config.alerts import auto_rollback_groups
-    from hyperpod_cdk.config.observability import observability_settings
-
     publishers = {"events.amazonaws.com": "the EventBridge rules of this cluster"}
     if auto_rollback_groups(config):
         publishers["cloudwatch.amazonaws.com"] = "the rollback alarms (rollback_alarms: auto)"
