@@ -335,3 +335,153 @@ def test_library_snippets_synthesize(library_page: str, tmp_path: Path) -> None:
     }
     assert "AWS::SageMaker::Cluster" in types_by_stack["research-hyperpod"]
     assert "AWS::FSx::FileSystem" in types_by_stack["research-fsx"]
+
+
+# -- docs/evidence.md: the AWS facts no machine-readable source holds (issue 32) ---------------
+
+EVIDENCE = DOCS / "evidence.md"
+EVIDENCE_HEADER = "| fact | used in | source (date) | status | settled by |"
+EVIDENCE_STATUSES = ("documented", "inferred", "unconfirmed")
+#: where the facts tables live: every module of the library and the app's stacks
+FACT_MODULES = sorted([*(ROOT / "constructs" / "hyperpod_cdk").rglob("*.py"),
+                       *(ROOT / "stacks").glob("*.py")])  # fmt: skip
+_MARKER = re.compile(r"\b(ASSUMED|INFERRED|UNCONFIRMED)\b")
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?::[^=]*)?=(?!=)")
+# metadata beside a table (its date, its source), not the table
+_TABLE_METADATA = ("_AS_OF", "_SOURCE", "_DATE")
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table row (``\\|`` inside a cell is not a separator)."""
+    inner = line.strip()[1:-1]
+    return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", inner)]
+
+
+def evidence_rows(text: str) -> list[dict[str, str]]:
+    """The rows of every ledger table in ``text``; a table with another header, or a row
+    without five cells, raises AssertionError naming it."""
+    rows: list[dict[str, str]] = []
+    header: str | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.startswith("|"):
+            header = None
+            continue
+        if header is None:
+            header = line.strip()
+            assert header == EVIDENCE_HEADER, f"evidence.md:{number}: table header {header!r}"
+            continue
+        if re.fullmatch(r"\|(\s*:?-+:?\s*\|)+", line.strip()):
+            continue
+        cells = _cells(line)
+        assert len(cells) == 5, f"evidence.md:{number}: {len(cells)} cells, not 5: {line}"
+        keys = ("fact", "used in", "source (date)", "status", "settled by")
+        rows.append({"line": str(number), **dict(zip(keys, cells, strict=True))})
+    return rows
+
+
+def marked_facts(path: Path, text: str) -> list[tuple[str, str | None, int]]:
+    """The facts ``text`` (the module at ``path``) marks ASSUMED, INFERRED or UNCONFIRMED: (the
+    module's path, the table the marker's comment stands above or None for the module's
+    docstring / a comment inside code, line)."""
+    lines = text.splitlines()
+    found: list[tuple[str, str | None, int]] = []
+    module = path.relative_to(ROOT).as_posix()
+    for index, line in enumerate(lines):
+        if not _MARKER.search(line):
+            continue
+        table = None
+        if line.startswith("#"):
+            for later in lines[index + 1 :]:
+                match = _ASSIGNMENT.match(later)
+                if match and not match.group(1).endswith(_TABLE_METADATA):
+                    table = match.group(1)
+                    break
+        found.append((module, table, index + 1))
+    return found
+
+
+def unrecorded(marks: list[tuple[str, str | None, int]], rows: list[dict[str, str]]) -> list[str]:
+    """The marked facts without a row that names their module (and table) and says inferred or
+    unconfirmed, as ``path:line (table)`` with what is wrong."""
+    problems = []
+    for module, table, line in marks:
+        package = module.removeprefix("constructs/hyperpod_cdk/")
+        matching = [
+            row for row in rows
+            if (module in row["used in"] or package in row["used in"])
+            and (table is None or table in row["used in"])
+        ]  # fmt: skip
+        where = f"{module}:{line}" + (f" ({table})" if table else "")
+        if not matching:
+            problems.append(f"{where}: no row in docs/evidence.md names it")
+        elif all(row["status"] == "documented" for row in matching):
+            problems.append(f"{where}: marked in the code, but its rows say documented")
+    return problems
+
+
+@pytest.fixture(scope="module")
+def evidence() -> list[dict[str, str]]:
+    return evidence_rows(EVIDENCE.read_text(encoding="utf-8"))
+
+
+def test_evidence_rows_are_complete(evidence: list[dict[str, str]]) -> None:
+    """Each row: a fact, where it is used (paths that exist), a source with its date, one of
+    the three statuses, and what settles it (a check, or ``-``)."""
+    assert len(evidence) >= 20
+    problems = []
+    for row in evidence:
+        at = f"evidence.md:{row['line']}"
+        if not row["fact"] or not row["used in"] or not row["settled by"]:
+            problems.append(f"{at}: an empty cell")
+        if row["status"] not in EVIDENCE_STATUSES:
+            problems.append(f"{at}: status {row['status']!r} is not one of {EVIDENCE_STATUSES}")
+        if not re.search(r"\b20\d\d-\d\d(-\d\d)?\b", row["source (date)"]):
+            problems.append(f"{at}: the source has no date (YYYY-MM-DD)")
+        for path in re.findall(r"`([\w./{},*-]+/[\w.-]+\.(?:py|json|sh|yaml|md))`", row["used in"]):
+            if (
+                not (ROOT / path).exists()
+                and not (ROOT / "constructs/hyperpod_cdk" / path).exists()
+            ):
+                problems.append(f"{at}: used in {path}, which does not exist")
+    facts = [row["fact"] for row in evidence]
+    problems += [
+        f"the fact {f!r} has two rows" for f in sorted({f for f in facts if facts.count(f) > 1})
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_fact_the_code_marks_has_its_row(evidence: list[dict[str, str]]) -> None:
+    """A fact a module marks ASSUMED / INFERRED / UNCONFIRMED (config/facts.py's exporter
+    registries, the alert rules' Slurm levels, the log bridge's Slurm shapes, ...) has a row
+    naming its module and table, with status inferred or unconfirmed; extra rows are fine."""
+    marks = [m for path in FACT_MODULES for m in marked_facts(path, path.read_text("utf-8"))]
+    tables = {table for _, table, _ in marks}
+    # the scan sees the markers that exist today (a scan that finds nothing proves nothing)
+    assert {"HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS", "SLURM_METRIC_LEVELS"} <= tables, tables
+    problems = unrecorded(marks, evidence)
+    assert not problems, "\n".join(problems)
+
+
+def test_a_newly_marked_table_without_a_row_fails() -> None:
+    """The check itself: a table marked in a module the ledger does not name is reported, and
+    a row that names it (inferred) settles the report; a 'documented' row does not."""
+    module = ROOT / "constructs" / "hyperpod_cdk" / "config" / "facts.py"
+    text = "# Where X lives. INFERRED from a sample.\nNEW_TABLE_AS_OF = '2026'\nNEW_TABLE = {}\n"
+    marks = marked_facts(module, text)
+    assert marks == [("constructs/hyperpod_cdk/config/facts.py", "NEW_TABLE", 1)]
+    assert unrecorded(marks, []) == [
+        "constructs/hyperpod_cdk/config/facts.py:1 (NEW_TABLE): no row in docs/evidence.md names it"
+    ]
+    row = evidence_rows(
+        f"{EVIDENCE_HEADER}\n|---|---|---|---|---|\n"
+        "| X | `config/facts.py` (`NEW_TABLE`) | a sample (2026-11-27) | inferred | - |\n"
+    )
+    assert unrecorded(marks, row) == []
+    row[0]["status"] = "documented"
+    assert unrecorded(marks, row)[0].endswith("marked in the code, but its rows say documented")
+    with pytest.raises(AssertionError, match="table header"):
+        evidence_rows("| fact | where |\n|---|---|\n| a | b |\n")
+
+
+def test_readme_points_to_the_evidence(readme: str) -> None:
+    assert "(docs/evidence.md)" in readme

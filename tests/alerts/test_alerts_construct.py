@@ -113,9 +113,11 @@ def test_each_email_is_subscribed(slurm) -> None:
     assert {s["Properties"]["Protocol"] for s in subscriptions} == {"email"}
 
 
-def test_the_key_lets_the_publishing_services_in_alarms_and_prometheus_only_from_here(
+def test_the_key_lets_the_publishing_services_in_alarms_only_from_here_prometheus_as_aws_shows(
     slurm,
 ) -> None:
+    """AMP user guide, AMP-alertmanager-receiver-AMPpermission (read 2026-11-27): the key
+    statement for aps.amazonaws.com is kms:GenerateDataKey* and kms:Decrypt, with no condition."""
     _, key = only(slurm, "AWS::KMS::Key")
     by_sid = statements(key["Properties"]["KeyPolicy"])
     events = by_sid["EventBridgePublishesToTheTopic"]
@@ -123,34 +125,52 @@ def test_the_key_lets_the_publishing_services_in_alarms_and_prometheus_only_from
     assert events["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
     # EventBridge's KMS request carries no source keys: the topic policy limits it instead
     assert "Condition" not in events
-    for sid, service, source in (
-        ("CloudWatchAlarmsPublishToTheTopic", "cloudwatch", "cloudwatch:us-west-2:111122223333:alarm:*"),
-        ("PrometheusAlertManagerPublishToTheTopic", "aps", "aps:us-west-2:111122223333:workspace/*"),
-    ):  # fmt: skip
-        statement = by_sid[sid]
-        assert statement["Principal"] == {"Service": f"{service}.amazonaws.com"}
-        assert statement["Condition"] == {
-            "StringEquals": {"aws:SourceAccount": ACCOUNT},
-            "ArnLike": {"aws:SourceArn": f"arn:aws:{source}"},
-        }
+    alarms = by_sid["CloudWatchAlarmsPublishToTheTopic"]
+    assert alarms["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert alarms["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT},
+        "ArnLike": {"aws:SourceArn": "arn:aws:cloudwatch:us-west-2:111122223333:alarm:*"},
+    }
+    prometheus = by_sid["PrometheusAlertManagerPublishToTheTopic"]
+    assert prometheus["Principal"] == {"Service": "aps.amazonaws.com"}
+    assert sorted(prometheus["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert prometheus["Resource"] == "*"
+    assert "Condition" not in prometheus
 
 
-def test_the_topic_policy_lets_only_these_rules_publish_and_only_over_tls(slurm) -> None:
+def test_the_topic_lets_prometheus_publish_and_read_its_attributes_from_this_account(
+    slurm,
+) -> None:
+    """AMP user guide, AMP-alertmanager-receiver-AMPpermission (read 2026-11-27): Action
+    sns:Publish and sns:GetTopicAttributes, aws:SourceArn the workspace, aws:SourceAccount."""
     _, policy = only(slurm, "AWS::SNS::TopicPolicy")
-    by_sid = statements(policy["Properties"]["PolicyDocument"])
-    events = by_sid["EventBridgeRulesOfThisCluster"]
-    rule_ids = sorted(
-        k for k, r in of_type(slurm, "AWS::Events::Rule").items() if k.startswith("AlertsRule")
-    )
-    assert sorted(
-        a["Fn::GetAtt"][0] for a in events["Condition"]["ArnEquals"]["aws:SourceArn"]
-    ) == (rule_ids)
-    assert events["Condition"]["StringEquals"] == {"aws:SourceAccount": ACCOUNT}
-    assert by_sid["CloudWatchAlarms"]["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
-    assert by_sid["PrometheusAlertManager"]["Principal"] == {"Service": "aps.amazonaws.com"}
-    deny = by_sid["AllowPublishThroughSSLOnly"]
-    assert deny["Effect"] == "Deny"
-    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    statement = statements(policy["Properties"]["PolicyDocument"])["PrometheusAlertManager"]
+    assert statement["Principal"] == {"Service": "aps.amazonaws.com"}
+    assert sorted(statement["Action"]) == ["sns:GetTopicAttributes", "sns:Publish"]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT},
+        "ArnLike": {"aws:SourceArn": "arn:aws:aps:us-west-2:111122223333:workspace/*"},
+    }
+
+
+def test_a_named_workspace_is_the_only_prometheus_source() -> None:
+    workspace = "arn:aws:aps:us-west-2:111122223333:workspace/ws-0123abcd"
+
+    def build(stack: cdk.Stack, cluster: cdk.CfnResource, arn: str) -> None:
+        HyperPodAlerts(
+            stack,
+            "Alerts",
+            cluster_arn=arn,
+            cluster_name="ml",
+            prometheus_workspace_arns=[workspace],
+        )
+
+    _, policy = only(synth(build), "AWS::SNS::TopicPolicy")
+    statement = statements(policy["Properties"]["PolicyDocument"])["PrometheusAlertManager"]
+    assert statement["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT},
+        "ArnEquals": {"aws:SourceArn": workspace},
+    }
 
 
 def _alert_rules(template: dict[str, Any]) -> dict[str, dict[str, Any]]:

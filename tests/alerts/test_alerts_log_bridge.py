@@ -250,3 +250,88 @@ def test_subject_is_one_ascii_line_of_at_most_100_characters() -> None:
 def test_filter_pattern_selects_the_detection_lines() -> None:
     assert handler.FILTER_PATTERN in XID_79
     assert handler.FILTER_PATTERN not in AGENT_INFO
+
+
+# -- the agent's lines as AWS shows them -------------------------------------------------------
+
+#: SageMaker developer guide, "SageMaker HyperPod health-monitoring agent" (docs.aws.amazon.com/
+#: sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-health-monitoring-agent.html, read
+#: 2026-11-27), its CloudWatch Logs Insights output, verbatim
+AWS_DOC_EKS_LINE = (
+    '{"level":"info","ts":"2024-08-21T18:35:35Z","msg":"NPD caught event: %v","details: ":'
+    '{"severity":"warn","timestamp":"2024-08-22T20:59:29Z","reason":"XidHardwareFailure",'
+    '"message":"Node condition NvidiaErrorReboot is now: True, reason: XidHardwareFailure, '
+    'message: \\"NVRM: Xid (PCI:0000:b9:00): 71, pid=<unknown>, name=<unknown>, NVLink: fatal '
+    'error detected on link 6(0x10000, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)\\""},'
+    '"HealthMonitoringAgentDetectionEvent":"HealthEvent"}'
+)
+#: AWS's own Slurm bridge, awslabs/awsome-distributed-ai@95b939cdc5b24ded03a70da21533964f9354b731
+#: 1.architectures/5.sagemaker-hyperpod/tools/devops-agent/deploy/lambda/hma_cw_bridge.py,
+#: module docstring ("Each `message` is a JSON string that HMA wrote"), verbatim
+AWS_SLURM_DCGM_LINE = (
+    '{"level":"info","ts":"2026-07-20T22:53:17Z",'
+    '"msg":"DCGM Policy Violation found ",'
+    '"condition: ":"XID Error","data: ":{"ErrNum":79},'
+    '"HealthMonitoringAgentDetectionEvent":"HealthEvent"}'
+)
+#: the same file, ``_extract_fault`` "Shape 3: NPD condition transition" (its ``...`` filled
+#: with a reason and message of the EKS line's kind)
+AWS_SLURM_NPD_LINE = json.dumps(
+    {
+        "level": "info",
+        "ts": "2026-07-20T22:53:17Z",
+        "msg": "NPD caught positive condition",
+        "condition details": {
+            "type": "NvidiaGPUUnhealthy",
+            "status": "True",
+            "reason": "NvidiaGpuXidError",
+            "message": "NVRM: Xid (PCI:0000:53:00): 48, pid=1234, name=python, DBE (0x1,0x0)",
+        },
+        "HealthMonitoringAgentDetectionEvent": "HealthEvent",
+    }
+)
+WHERE = {"cluster": "ml-prod", "group": "gpu-workers", "instance": "i-0a1b2c3d4e5f60718"}
+
+
+def test_the_documented_eks_line_names_its_xid_and_reboots() -> None:
+    fault = handler.parse_line(AWS_DOC_EKS_LINE, **WHERE)
+    assert fault is not None
+    assert fault.reason == "XidHardwareFailure (Xid 71)"
+    assert fault.condition == "NvidiaErrorReboot"
+    assert fault.repair_action() == "Reboot"
+    assert fault.time == "2024-08-22T20:59:29Z"
+
+
+def test_the_slurm_dcgm_violation_says_which_xid(sns: Stubber) -> None:
+    """The Slurm agent's ``condition: `` and ``data: .ErrNum``: the alert names Xid 79."""
+    fault = handler.parse_line(AWS_SLURM_DCGM_LINE, **WHERE)
+    assert fault is not None
+    assert fault.reason == "XID Error (Xid 79)"
+    assert fault.repair_action() == "Replace"  # as AWS's Slurm bridge maps it
+    assert fault.time == "2026-07-20T22:53:17Z"
+    assert fault.detail == 'DCGM Policy Violation found: {"ErrNum": 79}'
+    text = fault.message()
+    assert "What happened: XID Error (Xid 79)" in text
+    assert "batch-replace-cluster-nodes --cluster-name ml-prod" in text
+    expect_publish(sns, subject="HyperPod ml-prod: XID Error (Xid 79) on i-0a1b2c3d4e5f60718")
+    assert handler.handler(envelope([AWS_SLURM_DCGM_LINE]), None) == {"faults": 1, "published": 1}
+
+
+def test_a_dcgm_violation_that_is_no_xid_keeps_its_number_as_an_error() -> None:
+    line = AWS_SLURM_DCGM_LINE.replace("XID Error", "PCIe Replay Errors")
+    fault = handler.parse_line(line, **WHERE)
+    assert fault is not None and fault.reason == "PCIe Replay Errors (error 79)"
+
+
+def test_the_slurm_npd_condition_is_read_from_condition_details() -> None:
+    fault = handler.parse_line(AWS_SLURM_NPD_LINE, **WHERE)
+    assert fault is not None
+    assert fault.condition == "NvidiaGPUUnhealthy"
+    assert fault.reason == "NvidiaGpuXidError (Xid 48)"
+    assert fault.repair_action() == "Replace"
+    assert "DBE" in fault.detail
+
+
+def test_a_cleared_npd_condition_is_no_fault() -> None:
+    cleared = AWS_SLURM_NPD_LINE.replace('"status": "True"', '"status": "False"')
+    assert handler.parse_line(cleared, **WHERE) is None

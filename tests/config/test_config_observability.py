@@ -40,9 +40,10 @@ def test_no_section_means_metrics_off() -> None:
 
 def test_slurm_defaults_cover_the_four_slurm_categories() -> None:
     cfg = config({**ON, **ALERTS})
-    assert metric_levels(cfg) == dict.fromkeys(
-        ("node", "accelerated_compute", "network", "cluster"), "BASIC"
-    )
+    # accelerated_compute ADVANCED: the default backs the ECC and NVLink alert rules (issue 32,
+    # test_config_rule_levels.py)
+    assert metric_levels(cfg) == {**dict.fromkeys(("node", "network", "cluster"), "BASIC"),
+                                  "accelerated_compute": "ADVANCED"}  # fmt: skip
     settings = observability_settings(cfg)
     assert settings is not None
     assert settings.alert_rules is True

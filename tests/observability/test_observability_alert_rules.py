@@ -14,8 +14,11 @@ from hyperpod_cdk.observability.alert_rules import (
     GROUP_NAME,
     METRIC_SOURCES,
     RULES,
+    SLURM_METRIC_LEVELS,
+    left_out,
     rule_file,
     rules_for,
+    slurm_needs,
     slurm_rule_file,
 )
 
@@ -107,3 +110,51 @@ def test_bad_inputs_are_refused() -> None:
         rules_for("pcs")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="not a HyperPod cluster name"):
         rule_file("eks", 'ml"prod')
+
+
+# -- rules and the Slurm extension's levels (issue 32, slurm 4.5) ------------------------------
+
+#: AWS's Slurm counters files, awslabs/awsome-distributed-ai@95b939cdc5b24ded03a70da21533964f9354
+#: b731 1.architectures/5.sagemaker-hyperpod/Extensions/observability/dcgm_metrics_config/:
+#: the DCGM counters of the rules that dcgm-metrics-basic.csv lists (the rest are in
+#: dcgm-metrics-advanced.csv only)
+AWS_SLURM_BASIC_DCGM = {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS",
+                        "DCGM_FI_DEV_THERMAL_VIOLATION"}  # fmt: skip
+
+
+def test_every_slurm_rule_counter_has_its_level() -> None:
+    used = set().union(*(metrics_of(r.expr) for r in rules_for("slurm")))
+    assert used == set(SLURM_METRIC_LEVELS)
+    basic_dcgm = {m for m, (c, lvl) in SLURM_METRIC_LEVELS.items()
+                  if c == "accelerated_compute" and lvl == "BASIC"}  # fmt: skip
+    assert basic_dcgm == AWS_SLURM_BASIC_DCGM
+
+
+def test_ecc_and_nvlink_need_advanced_on_slurm() -> None:
+    needs = {r.name: slurm_needs(r) for r in rules_for("slurm")}
+    assert needs["HyperPodGpuEccDoubleBitErrors"] == {"accelerated_compute": "ADVANCED"}
+    assert needs["HyperPodGpuNvlinkErrors"] == {"accelerated_compute": "ADVANCED"}
+    assert needs["HyperPodGpuXidError"] == {"accelerated_compute": "BASIC"}
+
+
+def test_the_slurm_file_at_basic_leaves_the_ecc_and_nvlink_rules_out() -> None:
+    """Levels as the extension's metricsProvider keys (what HyperPodMetrics gets) or categories."""
+    for levels in ({"acceleratedComputeMetrics": "BASIC", "nodeMetrics": "BASIC"},
+                   {"accelerated_compute": "BASIC", "node": "BASIC"}):  # fmt: skip
+        document = yaml.safe_load(rule_file("slurm", "ml-prod", levels))
+        names = [rule["alert"] for rule in document["groups"][0]["rules"]]
+        assert "HyperPodGpuEccDoubleBitErrors" not in names
+        assert "HyperPodGpuNvlinkErrors" not in names
+        assert "HyperPodGpuTemperatureHigh" in names
+    assert [(r.name, c, n) for r, c, n in left_out("slurm", levels)] == [
+        ("HyperPodGpuEccDoubleBitErrors", "accelerated_compute", "ADVANCED"),
+        ("HyperPodGpuNvlinkErrors", "accelerated_compute", "ADVANCED"),
+    ]
+
+
+def test_advanced_or_unknown_levels_keep_every_rule() -> None:
+    every = [r.name for r in rules_for("slurm")]
+    assert [r.name for r in rules_for("slurm", {"accelerated_compute": "ADVANCED"})] == every
+    assert [r.name for r in rules_for("slurm", {})] == every  # categories not given: kept
+    assert rule_file("slurm", "ml-prod", None) == rule_file("slurm", "ml-prod")
+    assert rules_for("eks", {"accelerated_compute": "DISABLED"}) == rules_for("eks")

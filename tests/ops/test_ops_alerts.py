@@ -110,7 +110,7 @@ PUBLISH = [
     _statement(
         "events.amazonaws.com", ["sns:Publish"], Condition={"ArnLike": {"aws:SourceArn": "x"}}
     ),
-    _statement("aps.amazonaws.com", ["SNS:Publish"]),
+    _statement("aps.amazonaws.com", ["SNS:Publish", "sns:GetTopicAttributes"]),
 ]
 KEY_USE = [
     {"Effect": "Allow", "Principal": {"AWS": ACCOUNT}, "Action": "kms:*", "Resource": "*"},
@@ -154,6 +154,15 @@ def test_each_missing_permission_is_named(aws: StubbedAws) -> None:
     )
     assert "does not let aps.amazonaws.com use kms:GenerateDataKey (" in check.detail
     assert "key policy" in (check.fix or "")
+
+
+def test_prometheus_must_also_read_the_topics_attributes(aws: StubbedAws) -> None:
+    """AMP user guide, AMP-alertmanager-receiver-AMPpermission (read 2026-11-27): the topic
+    statement for aps.amazonaws.com allows sns:Publish and sns:GetTopicAttributes."""
+    _topic(aws, [PUBLISH[0], _statement("aps.amazonaws.com", ["sns:Publish"])])
+    (check,) = check_alerts_topic(_with_topic(), aws("sns"), aws("kms"))
+    assert check.outcome == "fail"
+    assert "does not let aps.amazonaws.com use sns:GetTopicAttributes" in check.detail
 
 
 def test_an_unconditional_deny_wins(aws: StubbedAws) -> None:

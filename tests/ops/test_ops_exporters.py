@@ -73,6 +73,9 @@ def test_hyperpods_image_missing_in_a_region_fails_with_the_copy_to_make() -> No
     )
     batch_get_image(aws, "590381155156", "hyperpod/node_exporter", {"imageTag": "v1.9.1"},
                     found=False, code="RepositoryNotFound")  # fmt: skip
+    # nor in the registry AWS's own install scripts use in every region
+    batch_get_image(aws, "602401143452", "hyperpod/node_exporter", {"imageTag": "v1.9.1"},
+                    found=False, code="RepositoryNotFound")  # fmt: skip
     (check,) = check_exporter_images(config, aws("ecr"))
     aws.verify()
     assert check.failed
@@ -86,6 +89,30 @@ def test_hyperpods_image_missing_in_a_region_fails_with_the_copy_to_make() -> No
         "your account in eu-south-1 (docker pull, docker tag, docker push) and set "
         "cluster.node_setup.exporters.node_image to the copy, or switch "
         "cluster.node_setup.exporters.node off"
+    )
+
+
+def test_hyperpods_image_found_where_aws_scripts_pull_it_names_that_registry() -> None:
+    """awslabs/awsome-distributed-ai@95b939cdc5b24ded03a70da21533964f9354b731
+    1.architectures/5.sagemaker-hyperpod/Extensions/observability/install_node_exporter.sh:
+    ECR_ACCOUNT_ID=602401143452 in every region; the check settles the table's assumption."""
+    aws = StubbedAws("eu-south-1")
+    config = environment(
+        "minimal",
+        {"region": "eu-south-1", "network.availability_zone_id": "eus1-az1", f"{EXP}.node": True},
+    )
+    batch_get_image(aws, "590381155156", "hyperpod/node_exporter", {"imageTag": "v1.9.1"},
+                    found=False, code="RepositoryNotFound")  # fmt: skip
+    batch_get_image(aws, "602401143452", "hyperpod/node_exporter", {"imageTag": "v1.9.1"})
+    (check,) = check_exporter_images(config, aws("ecr"))
+    aws.verify()
+    assert check.failed
+    assert check.detail.endswith(
+        "it is in 602401143452's registry of eu-south-1, where AWS's own install scripts pull it"
+    )
+    assert check.fix == (
+        "set cluster.node_setup.exporters.node_image to 602401143452.dkr.ecr.eu-south-1."
+        "amazonaws.com/hyperpod/node_exporter:v1.9.1"
     )
 
 

@@ -256,6 +256,9 @@ def test_accounting_database_is_wired_to_the_database_and_its_secret(synthesized
     secret = synth.template("storage")["Resources"][database["SecretArn"]["Ref"]]
     assert secret["Type"] == "AWS::SecretsManager::SecretTargetAttachment"
     assert database["Port"] == 3306
+    # named, since botocore (slurm_acct_db_<cluster id>) and the CloudFormation schema
+    # (slurm_acct_db) give different defaults for an omitted Name (issue 32, slurm 8.2)
+    assert database["Name"] == "slurm_acct_db"
 
 
 def test_no_accounting_database_unless_configured(shipped_slurm) -> None:

@@ -21,9 +21,16 @@ EventBridge's KMS request carries no          EventBridge user guide, "Amazon SN
 ``aws:SourceArn`` / ``aws:SourceAccount``:    permissions": the key statement for
 its key statement has no such condition;      events.amazonaws.com has no condition; the topic
 the topic policy limits it to the rules       policy takes ``aws:SourceArn``
-CloudWatch alarms and Amazon Managed          CloudWatch user guide, "Alarm actions" (SNS
-Prometheus pass ``aws:SourceArn`` and         encryption); AMP user guide, "Permissions to
-``aws:SourceAccount``                         publish alert messages to an encrypted topic"
+CloudWatch alarms pass ``aws:SourceArn`` and CloudWatch user guide, "Alarm actions" (SNS
+``aws:SourceAccount``                         encryption)
+Amazon Managed Prometheus's alert manager     AMP user guide, "Giving Amazon Managed Service
+needs ``sns:Publish`` and                     for Prometheus permission to send alert
+``sns:GetTopicAttributes`` on the topic       messages to your Amazon SNS topic"
+(``ArnEquals aws:SourceArn`` = the workspace, (AMP-alertmanager-receiver-AMPpermission, read
+``aws:SourceAccount``), and                   2026-11-27): the topic statement with both
+``kms:GenerateDataKey*`` / ``kms:Decrypt`` on actions and both conditions; the key statement
+an encrypted topic's key (AWS's key statement for aps.amazonaws.com without a condition
+has no condition)
 ``TriggeredRules`` (``AWS/Events``, dimension EventBridge user guide, "Monitoring Amazon
 ``RuleName``): rules that matched an event    EventBridge" (metrics table)
 The cluster's log group                       :mod:`hyperpod_cdk.alerts.log_bridge.handler`
@@ -43,7 +50,7 @@ bridge's docstring sketches.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -63,7 +70,12 @@ from hyperpod_cdk.alerts.events import input_transformer, rollback_pattern, rule
 from hyperpod_cdk.alerts.log_bridge.handler import FILTER_PATTERN, log_group_name
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.config.alerts import auto_rollback_alarm_name, auto_rollback_rule_name
+from hyperpod_cdk.config.alerts import (
+    PROMETHEUS_TOPIC_ACTIONS,
+    TOPIC_KEY_ACTIONS,
+    auto_rollback_alarm_name,
+    auto_rollback_rule_name,
+)
 from hyperpod_cdk.nag import acknowledge
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -77,7 +89,7 @@ NO_RESERVED_CONCURRENCY = (
     "throttled event waits in Lambda's async queue, then the dead-letter queue."
 )
 LOG_BRIDGE_TIMEOUT = cdk.Duration.seconds(30)
-_KEY_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey*"]
+_KEY_ACTIONS = list(TOPIC_KEY_ACTIONS)
 # aws-cdk-lib's LogRetention singleton function (its construct id in the stack)
 _LOG_RETENTION_FUNCTION = "LogRetentionaae0aa3c5b4d4f87b02d85b201efdd8a"
 
@@ -108,6 +120,10 @@ class HyperPodAlerts(Construct):
         cluster's log group (the group is made when absent, never deleted). Default: false.
     :param log_retention: retention of the cluster's log group and the function's own. Default:
         one year.
+    :param prometheus_workspace_arns: the Amazon Managed Prometheus workspaces whose alert
+        manager may publish to the created topic (``ArnEquals aws:SourceArn``, as AWS's
+        example). Default: any workspace of this account and region (``ArnLike
+        .../workspace/*``), for a workspace made after the topic.
     """
 
     def __init__(
@@ -123,8 +139,10 @@ class HyperPodAlerts(Construct):
         topic: sns.ITopic | None = None,
         health_agent_logs: bool = False,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        prometheus_workspace_arns: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        self._workspaces = list(prometheus_workspace_arns)
         if topic is not None and emails:
             raise ValueError(
                 "emails: give emails (a topic is made for them) or topic, not both; subscribe the "
@@ -208,35 +226,63 @@ class HyperPodAlerts(Construct):
                 resources=["*"],
             )
         )
-        for sid, service, source in (
-            ("CloudWatchAlarms", "cloudwatch", f"arn:{stack.partition}:cloudwatch:"
-             f"{stack.region}:{stack.account}:alarm:*"),
-            ("PrometheusAlertManager", "aps", f"arn:{stack.partition}:aps:{stack.region}:"
-             f"{stack.account}:workspace/*"),
-        ):  # fmt: skip
-            conditions: Mapping[str, object] = {
-                "StringEquals": {"aws:SourceAccount": stack.account},
-                "ArnLike": {"aws:SourceArn": source},
+        account = {"StringEquals": {"aws:SourceAccount": stack.account}}
+        alarms = iam.ServicePrincipal("cloudwatch.amazonaws.com")
+        alarm_source = {
+            "ArnLike": {
+                "aws:SourceArn": f"arn:{stack.partition}:cloudwatch:{stack.region}:"
+                f"{stack.account}:alarm:*"
             }
-            principal = iam.ServicePrincipal(f"{service}.amazonaws.com")
-            key.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid=f"{sid}PublishToTheTopic",
-                    principals=[principal],
-                    actions=_KEY_ACTIONS,
-                    resources=["*"],
-                    conditions=dict(conditions),
-                )
+        }
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublishToTheTopic",
+                principals=[alarms],
+                actions=_KEY_ACTIONS,
+                resources=["*"],
+                conditions={**account, **alarm_source},
             )
-            topic.add_to_resource_policy(
-                iam.PolicyStatement(
-                    sid=sid,
-                    principals=[principal],
-                    actions=["sns:Publish"],
-                    resources=[topic.topic_arn],
-                    conditions=dict(conditions),
-                )
+        )
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarms",
+                principals=[alarms],
+                actions=["sns:Publish"],
+                resources=[topic.topic_arn],
+                conditions={**account, **alarm_source},
             )
+        )
+        # Amazon Managed Prometheus: AWS's two statements (see the facts). The key statement has
+        # no condition, as AWS's: whether AMP's data key request (made through SNS) carries the
+        # source keys is not documented, and the topic statement below limits who publishes.
+        prometheus = iam.ServicePrincipal("aps.amazonaws.com")
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="PrometheusAlertManagerPublishToTheTopic",
+                principals=[prometheus],
+                actions=_KEY_ACTIONS,
+                resources=["*"],
+            )
+        )
+        workspace_source: dict[str, object] = (
+            {"ArnEquals": {"aws:SourceArn": _one_or_list(self._workspaces)}}
+            if self._workspaces
+            else {
+                "ArnLike": {
+                    "aws:SourceArn": f"arn:{stack.partition}:aps:{stack.region}:"
+                    f"{stack.account}:workspace/*"
+                }
+            }
+        )
+        topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="PrometheusAlertManager",
+                principals=[prometheus],
+                actions=list(PROMETHEUS_TOPIC_ACTIONS),
+                resources=[topic.topic_arn],
+                conditions={**account, **workspace_source},
+            )
+        )
 
     def _bridge_health_agent(
         self,
@@ -378,6 +424,11 @@ class HyperPodAlerts(Construct):
         retention = stack.node.try_find_child(_LOG_RETENTION_FUNCTION)
         if retention is not None:
             _acknowledge_log_retention(retention)
+
+
+def _one_or_list(values: list[str]) -> str | list[str]:
+    """One value as a string (as AWS's policy examples write it), several as a list."""
+    return values[0] if len(values) == 1 else values
 
 
 def _acknowledge_log_retention(function: IConstruct) -> None:

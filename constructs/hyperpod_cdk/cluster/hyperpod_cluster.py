@@ -15,6 +15,14 @@ from hyperpod_cdk.config.models import AutoPatch, ClusterConfig, InstanceGroup, 
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 from hyperpod_cdk.storage.openzfs import OpenZfsHandle
 
+# The schema of the Slurm accounting database, named explicitly: AWS's two sources disagree on
+# the default when Name is omitted (botocore 1.44.5 ``sagemaker`` ``ClusterAccountingDatabase.
+# Name``: "slurm_acct_db_" + the cluster ID; cfn-lint 1.58.0's AWS::SageMaker::Cluster schema
+# ``ClusterAccountingDatabase.Name``: default "slurm_acct_db"; read 2026-11-27). One name that
+# does not depend on the cluster ID also keeps the accounting history when the cluster stack is
+# rebuilt on the same database (its own, in the data stack). Pattern [a-zA-Z0-9$_]+, 1-64.
+ACCOUNTING_SCHEMA = "slurm_acct_db"
+
 _Props = sagemaker.CfnCluster
 
 
@@ -208,11 +216,16 @@ class HyperPodCluster(Construct):
     ) -> _Props.ClusterOrchestratorSlurmConfigProperty:
         settings = self.config.slurm_settings
         return _Props.ClusterOrchestratorSlurmConfigProperty(
-            # HyperPod rejects any SlurmConfigStrategy under Continuous provisioning.
+            # Omitted under Continuous provisioning: the config refuses config_strategy there
+            # (botocore ClusterOrchestratorSlurmConfig marks it optional; no AWS source says a
+            # value is rejected, so "omitted" is the whole claim).
             slurm_config_strategy=None if self.config.continuous else settings.config_strategy,
             accounting_database=(
                 _Props.ClusterAccountingDatabaseProperty(
-                    endpoint=database.endpoint, secret_arn=database.secret_arn, port=database.port
+                    endpoint=database.endpoint,
+                    secret_arn=database.secret_arn,
+                    port=database.port,
+                    name=ACCOUNTING_SCHEMA,
                 )
                 if database
                 else None

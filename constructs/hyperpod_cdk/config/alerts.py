@@ -27,6 +27,12 @@ SNS target name a topic of the same region;     EventBridge user guide, "Amazon 
 a topic of another account works when its       (the topic's access policy and, for an
 access policy and its KMS key policy let the    encrypted topic, its key policy)
 publishing service in
+Amazon Managed Prometheus's alert manager       AMP user guide, "Giving Amazon Managed Service
+needs ``sns:Publish`` and                       for Prometheus permission to send alert
+``sns:GetTopicAttributes`` on the topic         messages to your Amazon SNS topic"
+(:data:`PROMETHEUS_TOPIC_ACTIONS`), and on an   (docs.aws.amazon.com/prometheus/latest/
+encrypted topic's key ``kms:GenerateDataKey*``  userguide/AMP-alertmanager-receiver-
+and ``kms:Decrypt`` (:data:`TOPIC_KEY_ACTIONS`) AMPpermission.html, read 2026-11-27)
 ==============================================  ==============================================
 
 Choices: ``emails`` and ``sns_topic_arn`` together are an error (bring your own topic or let
@@ -83,6 +89,11 @@ SnsTopicArn = Annotated[
     ),
 ]
 EventLevel = Literal["Error", "Warn"]
+
+#: what Amazon Managed Prometheus's alert manager does on the alerts topic (see the facts)
+PROMETHEUS_TOPIC_ACTIONS: tuple[str, ...] = ("sns:Publish", "sns:GetTopicAttributes")
+#: what a publishing service does with an encrypted topic's key (AMP's and SNS's guides)
+TOPIC_KEY_ACTIONS: tuple[str, ...] = ("kms:Decrypt", "kms:GenerateDataKey*")
 
 
 def _default_levels() -> list[EventLevel]:

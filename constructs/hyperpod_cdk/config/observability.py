@@ -229,7 +229,58 @@ def metric_levels(cfg: EnvironmentConfig) -> dict[str, Level]:
         levels.update(
             (key, level) for key, level in cfg.observability.levels.given().items() if key in levels
         )
-    return levels
+    return levels_backing_rules(cfg, levels)
+
+
+# -- the alert rules and the levels that collect their counters ---------------------------------
+
+
+def levels_backing_rules(cfg: EnvironmentConfig, levels: dict[str, Level]) -> dict[str, Level]:
+    """Slurm with ``alert_rules``: a category the YAML leaves at its default is raised to the
+    level every rule's counters need (accelerated_compute ADVANCED for the ECC and NVLink
+    rules, :data:`hyperpod_cdk.observability.alert_rules.SLURM_METRIC_LEVELS`); a level the
+    YAML sets is kept (:func:`check_rule_levels` warns about the rules it leaves out)."""
+    settings = observability_settings(cfg)
+    if not cfg.is_slurm or settings is None or not settings.alert_rules:
+        return levels
+    from hyperpod_cdk.observability.alert_rules import LEVEL_ORDER, rules_for, slurm_needs
+
+    given = cfg.observability.levels.given() if cfg.observability is not None else {}
+    backed = dict(levels)
+    for rule in rules_for("slurm"):
+        for category, needed in slurm_needs(rule).items():
+            if category in given or category not in backed:
+                continue
+            if LEVEL_ORDER.index(backed[category]) < LEVEL_ORDER.index(needed):
+                backed[category] = needed  # type: ignore[assignment]
+    return backed
+
+
+def check_rule_levels(cfg: EnvironmentConfig, out: IssueSink) -> None:
+    """Slurm with ``alert_rules``: one warning per ``observability.levels`` key whose level
+    leaves rules out (their counters are not collected at it), naming the rules."""
+    settings = observability_settings(cfg)
+    if not cfg.is_slurm or settings is None or not settings.alert_rules:
+        return
+    from hyperpod_cdk.observability.alert_rules import SLURM_METRIC_LEVELS, left_out, metrics_of
+
+    by_category: dict[str, list[str]] = {}
+    needs: dict[str, str] = {}
+    levels = metric_levels(cfg)
+    for rule, category, needed in left_out("slurm", levels):
+        counters = [m for m in metrics_of(rule) if SLURM_METRIC_LEVELS[m][0] == category]
+        by_category.setdefault(category, []).append(f"{rule.name} ({', '.join(counters)})")
+        needs[category] = max(
+            needs.get(category, needed), needed, key=("DISABLED", "BASIC", "ADVANCED").index
+        )
+    for category, rules in by_category.items():
+        out.warn(
+            f"{_PATH}.levels.{category}",
+            f"{levels[category]}: the sagemaker-observability extension collects the counters of "
+            f"{'; '.join(rules)} only at {needs[category]}, so the alert rules are left out of the "
+            f"workspace; set {category}: {needs[category]} to keep them, or leave the key out "
+            "(the default backs the rules)",
+        )
 
 
 def extension_version(settings: ObservabilityConfig) -> str:
@@ -306,6 +357,7 @@ def check_observability(cfg: EnvironmentConfig, out: IssueSink) -> None:
                 f"metrics) and {keys} is on too; turn {keys} off or set "
                 "observability.enabled: false",
             )
+    check_rule_levels(cfg, out)
     if section.alert_rules and cfg.alerts is None:
         out.warn(
             f"{_PATH}.alert_rules",

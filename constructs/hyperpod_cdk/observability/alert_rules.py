@@ -29,6 +29,18 @@ VIOLATION``
 ``nvidia_com_mig_config_state``             labels, per AWS's alert docs (EKS only)
 ==========================================  ================================================
 
+On Slurm the ``sagemaker-observability`` extension collects a DCGM counter only at the level
+of ``observability.levels.accelerated_compute`` that lists it (:data:`SLURM_METRIC_LEVELS`, read
+2026-11-27): AWS's Slurm observability counters files awslabs/awsome-distributed-ai@95b939cd
+``1.architectures/5.sagemaker-hyperpod/Extensions/observability/dcgm_metrics_config/
+dcgm-metrics-{basic,advanced}.csv`` (the images the extension runs, HYPERPOD_FACTS "Node
+scripts") list GPU_TEMP, XID_ERRORS and THERMAL_VIOLATION in both, the ECC_DBE_* and
+NVLINK_*_ERROR_COUNT_TOTAL counters in the advanced file only; node_exporter's filesystem
+collector is on at the basic level (same sample's README, "Advanced metrics"). INFERRED for the
+managed extension, whose own documentation lists no counters per level (docs/evidence.md).
+:func:`rules_for` with ``levels`` leaves out a rule whose counters the level does not collect,
+and :func:`left_out` names them (the config warns with the rule and the key).
+
 Slurm clusters have no Kubernetes metrics: :func:`rule_file` for ``slurm`` leaves the MIG rule
 out and watches FSx for Lustre through node_exporter's view of the Lustre mount (``fstype=
 "lustre"``, the highest use any node reports per mount point) instead of the add-on's FSx
@@ -42,6 +54,7 @@ mount point) and the value; the alert manager's SNS receiver sends them as text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -64,6 +77,22 @@ METRIC_SOURCES: Final[dict[str, str]] = {
     "fsx_lustre_storage_used_bytes": "HyperPod observability add-on (EKS)",
     "fsx_lustre_storage_capacity_bytes": "HyperPod observability add-on (EKS)",
     "kubelet_node_name": "HyperPod observability add-on, kubelet with node labels (EKS)",
+}
+
+#: the levels of a metric category, lowest first (``observability.levels``)
+LEVEL_ORDER: Final[tuple[str, ...]] = ("DISABLED", "BASIC", "ADVANCED")
+#: Slurm: metric -> (category, the lowest level at which the extension collects it); INFERRED
+#: from AWS's Slurm observability sample (see the module docstring and docs/evidence.md)
+SLURM_METRIC_LEVELS: Final[dict[str, tuple[str, str]]] = {
+    "DCGM_FI_DEV_GPU_TEMP": ("accelerated_compute", "BASIC"),
+    "DCGM_FI_DEV_XID_ERRORS": ("accelerated_compute", "BASIC"),
+    "DCGM_FI_DEV_THERMAL_VIOLATION": ("accelerated_compute", "BASIC"),
+    "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("accelerated_compute", "ADVANCED"),
+    "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": ("accelerated_compute", "ADVANCED"),
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": ("accelerated_compute", "ADVANCED"),
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": ("accelerated_compute", "ADVANCED"),
+    "node_filesystem_avail_bytes": ("node", "BASIC"),
+    "node_filesystem_size_bytes": ("node", "BASIC"),
 }
 
 #: written into descriptions by rule_file (see there)
@@ -193,16 +222,74 @@ GROUP_NAME: Final = "hyperpod-gpu-disk-fsx"
 _CLUSTER_NAME: Final = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
 
-def rules_for(orchestrator: Orchestrator) -> tuple[AlertRule, ...]:
-    """The rules whose metrics ``orchestrator``'s clusters export."""
+_METRIC = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\b")
+
+
+def metrics_of(rule: AlertRule) -> list[str]:
+    """The metric names a rule's expression reads (those of :data:`METRIC_SOURCES`)."""
+    names = dict.fromkeys(_METRIC.findall(rule.expr))
+    return [name for name in names if name in METRIC_SOURCES]
+
+
+def slurm_needs(rule: AlertRule) -> dict[str, str]:
+    """Slurm: category -> the lowest level that collects every counter ``rule`` reads."""
+    needs: dict[str, str] = {}
+    for metric in metrics_of(rule):
+        category, level = SLURM_METRIC_LEVELS[metric]
+        if LEVEL_ORDER.index(level) > LEVEL_ORDER.index(needs.get(category, "DISABLED")):
+            needs[category] = level
+    return needs
+
+
+def _categories(levels: Mapping[str, str]) -> dict[str, str]:
+    """``levels`` by category, whether given by category (``accelerated_compute``) or by the
+    extension's ``metricsProvider`` key (``acceleratedComputeMetrics``)."""
+    from hyperpod_cdk.config.observability import METRIC_KEYS
+
+    by_key = {key: category for category, key in METRIC_KEYS.items()}
+    return {by_key.get(name, name): level for name, level in levels.items()}
+
+
+def left_out(
+    orchestrator: Orchestrator, levels: Mapping[str, str] | None
+) -> list[tuple[AlertRule, str, str]]:
+    """The rules of ``orchestrator`` that ``levels`` cannot back: (rule, category, the level it
+    needs), in rule order. Only Slurm's levels are known (:data:`SLURM_METRIC_LEVELS`); with
+    ``levels`` None every rule stays."""
+    if levels is None or orchestrator != "slurm":
+        return []
+    given = _categories(levels)
+    missing = []
+    for rule in RULES:
+        if orchestrator not in rule.orchestrators:
+            continue
+        for category, needed in slurm_needs(rule).items():
+            have = given.get(category)  # a category not given: not known here, kept
+            if have in LEVEL_ORDER and LEVEL_ORDER.index(have) < LEVEL_ORDER.index(needed):
+                missing.append((rule, category, needed))
+                break
+    return missing
+
+
+def rules_for(
+    orchestrator: Orchestrator, levels: Mapping[str, str] | None = None
+) -> tuple[AlertRule, ...]:
+    """The rules whose metrics ``orchestrator``'s clusters export; with ``levels`` (the metric
+    levels in force, by category or ``metricsProvider`` key) also collect (:func:`left_out`)."""
     if orchestrator not in BOTH:
         raise ValueError(f"orchestrator: {orchestrator!r} is not slurm or eks")
-    return tuple(rule for rule in RULES if orchestrator in rule.orchestrators)
+    dropped = {id(rule) for rule, _, _ in left_out(orchestrator, levels)}
+    return tuple(
+        rule for rule in RULES if orchestrator in rule.orchestrators and id(rule) not in dropped
+    )
 
 
-def rule_file(orchestrator: Orchestrator, cluster_name: str) -> str:
+def rule_file(
+    orchestrator: Orchestrator, cluster_name: str, levels: Mapping[str, str] | None = None
+) -> str:
     """The rule file (YAML) of an Amazon Managed Prometheus rule-groups namespace: one group,
-    :data:`GROUP_NAME`, with the rules of ``orchestrator`` labelled with ``cluster_name``."""
+    :data:`GROUP_NAME`, with the rules of ``orchestrator`` (those ``levels`` back, when given:
+    :func:`rules_for`) labelled with ``cluster_name``."""
     if not _CLUSTER_NAME.fullmatch(cluster_name):
         raise ValueError(f"cluster_name: {cluster_name!r} is not a HyperPod cluster name")
     rules = [
@@ -218,7 +305,7 @@ def rule_file(orchestrator: Orchestrator, cluster_name: str) -> str:
                 "description": rule.description.replace(CLUSTER, cluster_name),
             },
         }
-        for rule in rules_for(orchestrator)
+        for rule in rules_for(orchestrator, levels)
     ]
     document = {"groups": [{"name": GROUP_NAME, "rules": rules}]}
     return yaml.safe_dump(document, sort_keys=False, width=1000, allow_unicode=True)

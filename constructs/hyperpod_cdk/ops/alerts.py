@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.alerts import AUTO, auto_rollback_groups
+from hyperpod_cdk.config.alerts import AUTO, PROMETHEUS_TOPIC_ACTIONS, auto_rollback_groups
 from hyperpod_cdk.config.observability import observability_settings
 from hyperpod_cdk.ops.aws import call_or_none
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
@@ -71,6 +71,10 @@ ALERTS_TOPIC = "alerts topic"
 # be used by the services that publish events and alarms to a topic; read 2026-11-25.
 AWS_MANAGED_SNS_KEY = "alias/aws/sns"
 _KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+# what each publishing service does on the topic: AMP's alert manager also reads the topic's
+# attributes (AMP user guide, AMP-alertmanager-receiver-AMPpermission, read 2026-11-27); the
+# others publish only (SNS developer guide, "Amazon SNS access policy" examples)
+_TOPIC_ACTIONS: dict[str, tuple[str, ...]] = {"aps.amazonaws.com": PROMETHEUS_TOPIC_ACTIONS}
 
 
 def topic_publishers(config: EnvironmentConfig) -> dict[str, str]:
@@ -180,10 +184,16 @@ def check_alerts_topic(config: EnvironmentConfig, sns: Any, kms: Any) -> list[Ch
         # the default topic policy (the owner's account) covers CloudWatch alarms; EventBridge
         # and Amazon Managed Prometheus need their service named (SNS developer guide,
         # "Amazon SNS access policy" examples; AMP user guide, alert manager and SNS)
-        if service != "cloudwatch.amazonaws.com" and not _allows(
-            topic_policy, service, "sns:Publish"
-        ):
+        if service == "cloudwatch.amazonaws.com":
+            continue
+        actions = _TOPIC_ACTIONS.get(service, ("sns:Publish",))
+        missing = [a for a in actions if not _allows(topic_policy, service, a)]
+        if missing == ["sns:Publish"]:
             problems.append(f"its access policy does not let {service} publish ({why})")
+        elif missing:
+            problems.append(
+                f"its access policy does not let {service} use {', '.join(missing)} ({why})"
+            )
     key = attributes.get("KmsMasterKeyId")
     if key:
         if key.endswith(AWS_MANAGED_SNS_KEY):

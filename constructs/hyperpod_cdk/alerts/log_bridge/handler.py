@@ -30,14 +30,26 @@ JSON ``{messageType: DATA_MESSAGE |            processing of log data with subsc
 CONTROL_MESSAGE, owner, logGroup, logStream,   (Lambda example: ``event["awslogs"]["data"]``)
 subscriptionFilters, logEvents[{id,
 timestamp, message}]}``
+On Slurm the agent also writes two other       AWS's own Slurm bridge (INFERRED: a sample,
+shapes: a DCGM policy violation ``{"msg":      not a format reference): awslabs/awsome-
+"DCGM Policy Violation found ", "condition:    distributed-ai@95b939cd (2026-07-23)
+":"XID Error","data: ":{"ErrNum":79}, ...}``   1.architectures/5.sagemaker-hyperpod/tools/
+(keys with a colon and a space; "live-         devops-agent/deploy/lambda/hma_cw_bridge.py
+verified 2026-07-20") and an NPD transition    (its docstring and ``_extract_fault``), which
+``{"msg":"NPD caught positive condition",      maps both to repair action Replace
+"condition details":{"type":...,"status":
+"True","message":...}, ...}``
 SNS ``Subject``: at most 100 printable ASCII   SNS API reference, ``Publish``
 characters, no line breaks
 =============================================  ===============================================
 
-The line format is documented by example only, so the parsing is conservative: a line is a
+The line formats are documented by example only, so the parsing is conservative: a line is a
 fault when it carries the detection marker and its node condition is not reported back to
 ``False``; everything else (the agent's own info lines, a condition that cleared, text that is
-not JSON) is skipped. The instance and the group come from the stream name, the cluster from
+not JSON) is skipped. Each shape gives what it has: the EKS shape a node condition whose name
+says the repair (``...Reboot`` / ``...Replace``), the Slurm shapes a condition (``XID Error``,
+or the NPD type) and, for an Xid, its number (``data: .ErrNum``), so the alert says which Xid;
+a Slurm fault whose condition names no repair is reported with AWS's bridge's Replace. The instance and the group come from the stream name, the cluster from
 the log group name, so an unexpected line still yields a readable alert.
 
 The log group does not exist until nodes log (under Continuous provisioning, later than the
@@ -83,6 +95,13 @@ DETECTION_MARKER: Final = "HealthMonitoringAgentDetectionEvent"
 FILTER_PATTERN: Final = DETECTION_MARKER
 MAX_SUBJECT: Final = 100
 MAX_MESSAGE_FIELD: Final = 2000
+#: the Slurm shapes' keys, as the agent writes them (a colon and a space inside some)
+SLURM_CONDITION_KEYS: Final = ("condition: ", "condition")
+SLURM_DATA_KEYS: Final = ("data: ", "data")
+NPD_CONDITION_KEY: Final = "condition details"
+#: what a Slurm fault whose condition names no repair is reported with: AWS's own Slurm bridge
+#: maps DCGM policy violations and NPD conditions to Replace (INFERRED, see the facts table)
+SLURM_DEFAULT_REPAIR: Final = "Replace"
 
 _CONDITION = re.compile(r"Node condition (?P<condition>\w+) is now: (?P<state>\w+)")
 _XID = re.compile(r"Xid \([^)]*\): (?P<xid>\d+)")
@@ -114,15 +133,17 @@ class Fault:
     severity: str
     detail: str
     time: str
+    #: the repair when the condition's name does not say it (Slurm shapes)
+    default_action: str = ""
 
     def repair_action(self) -> str:
         """What HyperPod does, read from the node condition's name (``...Reboot`` /
-        ``...Terminate`` or ``...Replace``)."""
+        ``...Terminate`` or ``...Replace``); else the shape's default, else ``Unknown``."""
         if self.condition.endswith("Reboot"):
             return "Reboot"
         if self.condition.endswith(("Terminate", "Replace")):
             return "Replace"
-        return "Unknown"
+        return self.default_action or "Unknown"
 
     def subject(self) -> str:
         text = f"HyperPod {self.cluster}: {self.reason or 'fault'} on {self.instance}"
@@ -272,6 +293,11 @@ def parse_line(message: str, *, cluster: str, group: str, instance: str) -> Faul
         return None
     if not isinstance(record, dict) or DETECTION_MARKER not in record:
         return None
+    where = {"cluster": cluster, "group": group, "instance": instance}
+    if _first(record, SLURM_CONDITION_KEYS) is not None:
+        return _dcgm_violation(record, **where)
+    if isinstance(record.get(NPD_CONDITION_KEY), dict):
+        return _npd_condition(record, **where)
     details = record.get("details: ", record.get("details", {}))
     if not isinstance(details, dict):
         details = {}
@@ -282,20 +308,75 @@ def parse_line(message: str, *, cluster: str, group: str, instance: str) -> Faul
         condition, state = found.group("condition"), found.group("state")
     if state != "True":
         return None  # the condition cleared: the node is healthy again
-    reason = str(details.get("reason", ""))
-    xid = _XID.search(detail)
-    if xid and f"Xid {xid.group('xid')}" not in reason:
-        reason = f"{reason} (Xid {xid.group('xid')})".strip()
     return Fault(
-        cluster=cluster,
-        group=group,
-        instance=instance,
-        reason=reason,
+        **where,
+        reason=_with_xid(str(details.get("reason", "")), detail),
         condition=condition,
         severity=str(details.get("severity", record.get("level", ""))),
         detail=detail,
         time=str(details.get("timestamp", record.get("ts", ""))),
     )
+
+
+def _dcgm_violation(record: dict[str, Any], *, cluster: str, group: str, instance: str) -> Fault:
+    """Slurm: ``"condition: ":"XID Error","data: ":{"ErrNum":79}`` (a DCGM policy violation)."""
+    condition = str(_first(record, SLURM_CONDITION_KEYS)).strip()
+    data = _first(record, SLURM_DATA_KEYS)
+    number = data.get("ErrNum") if isinstance(data, dict) else None
+    reason = condition or str(record.get("msg", "")).strip()
+    if number is not None and str(number).strip():
+        label = "Xid" if "xid" in condition.lower() else "error"
+        reason = f"{reason} ({label} {str(number).strip()})"
+    detail = str(record.get("msg", "")).strip()
+    if isinstance(data, dict) and data:
+        detail = f"{detail}: {json.dumps(data, sort_keys=True)}" if detail else json.dumps(data)
+    return Fault(
+        cluster=cluster,
+        group=group,
+        instance=instance,
+        reason=reason,
+        condition="",
+        severity=str(record.get("level", "")),
+        detail=detail,
+        time=str(record.get("ts", "")),
+        default_action=SLURM_DEFAULT_REPAIR,
+    )
+
+
+def _npd_condition(
+    record: dict[str, Any], *, cluster: str, group: str, instance: str
+) -> Fault | None:
+    """Slurm: ``"condition details":{"type":...,"status":"True","reason":...,"message":...}``."""
+    details: dict[str, Any] = record[NPD_CONDITION_KEY]
+    if str(details.get("status", "True")) != "True":
+        return None  # the condition cleared
+    condition = str(details.get("type", "")).strip()
+    detail = str(details.get("message", record.get("msg", "")))
+    reason = str(details.get("reason", "")).strip() or condition
+    return Fault(
+        cluster=cluster,
+        group=group,
+        instance=instance,
+        reason=_with_xid(reason, detail),
+        condition=condition,
+        severity=str(details.get("severity", record.get("level", ""))),
+        detail=detail,
+        time=str(details.get("timestamp", record.get("ts", ""))),
+        default_action=SLURM_DEFAULT_REPAIR,
+    )
+
+
+def _first(record: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` the record has (None when it has none)."""
+    return next((record[key] for key in keys if key in record), None)
+
+
+def _with_xid(reason: str, detail: str) -> str:
+    """``reason`` with the Xid number a kernel message in ``detail`` names, once."""
+    xid = _XID.search(detail)
+    if xid and f"Xid {xid.group('xid')}" not in reason:
+        return f"{reason} (Xid {xid.group('xid')})".strip()
+    return reason
 
 
 def _subject(text: str) -> str:
