@@ -88,6 +88,13 @@ if TYPE_CHECKING:
     from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
+# A template-level Metadata key of a stack that starts after the cluster stack on purpose
+# (containment, SPEC section 5); scripts/critical_path.py keeps its barrier in the ideal
+CONTAINED_METADATA = "hyperpod-cdk:contained"
+CONTAINED_REASON = (
+    "Deploys after the cluster stack on purpose: what it holds may fail on its own, and a "
+    "failure must roll back only this stack, never the cluster."
+)
 # The run-as Session document's inputs. Session document schema (Session Manager user guide,
 # https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-schema.html, read
 # 2026-11-27): s3EncryptionEnabled, cloudWatchEncryptionEnabled, cloudWatchStreamingEnabled and
@@ -718,6 +725,8 @@ class MetricsStack(EnvironmentStack):
         settings = observability_settings(config)
         assert settings is not None and config.is_slurm
         self.add_stack_dependency(cluster)
+        # read by scripts/critical_path.py: this stack waits for the cluster stack on purpose
+        self.template_options.metadata = {CONTAINED_METADATA: CONTAINED_REASON}
         # the cluster's ARN changes when the cluster is replaced; a weak reference is re-read
         # only when the resource holding it changes, so the identity of the cluster's
         # create-only inputs is written beside it (as eks-addons does) and everything here

@@ -142,6 +142,24 @@ def test_slurm_metrics_are_in_the_metrics_stack(synthesized) -> None:
         assert name in synth.outputs("metrics") and name not in synth.outputs("cluster"), name
 
 
+def test_the_metrics_stack_says_it_waits_for_the_cluster_on_purpose(synthesized) -> None:
+    """The first-deploy estimator (scripts/critical_path.py) keeps the barrier of a stack that
+    says so in its template: the containment wait is chosen, not a wait to optimise away."""
+    import sys
+
+    from stack_testkit import PROJECT_ROOT
+
+    sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+    import critical_path as cp
+
+    synth = synthesized("full")
+    assert synth.template("metrics")["Metadata"][cp.CONTAINED_METADATA]
+    assembly = cp.load_assembly(synth.outdir)
+    assert [s.name for s in assembly.stacks.values() if s.contained] == [
+        synth.stack_name("metrics")
+    ]
+
+
 def test_no_metrics_stack_without_slurm_observability(synthesized) -> None:
     assert not synthesized("minimal").has("metrics")
     assert not synthesized("eks-full").has("metrics")  # eks-addons holds them
