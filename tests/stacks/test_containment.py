@@ -98,6 +98,7 @@ def test_guarded_stacks_hold_only_allowed_custom_resources(path: Path, synthesiz
         for logical_id, resource in template.get("Resources", {}).items()
         if (_is_custom(resource["Type"]) and resource["Type"] not in ALLOWED_CUSTOM_RESOURCES)
         or resource["Type"] in METRICS_TYPES
+        or "Grafana" in resource["Type"]
     }
     assert not found, f"beside a cluster, file system, database or data bucket: {found}"
 
