@@ -30,6 +30,12 @@ chain of waits that ends there, walked back from the last resource: each step na
 waited for (a resource, a stack barrier, a free ``--concurrency`` slot, or a DRA of the same file
 system).
 
+Containment (SPEC section 5) is a barrier chosen on purpose: a stack that holds what may fail on
+its own (the Slurm metrics stack) starts only once the cluster stack is complete, so that its
+failure rolls back only itself. Such a stack says so in its template (``Metadata`` key
+``hyperpod-cdk:contained``, with the reason): the ideal keeps its stack dependencies too, so the
+comparison measures only the waits nobody chose.
+
 A need that the templates do not show is invisible to the ideal: a cross-stack
 ``add_dependency``/``add_stack_dependency`` becomes a stack dependency only (CloudFormation has
 no cross-stack ``DependsOn``). The estimate honours it through the barrier; the ideal cannot. To
@@ -48,7 +54,7 @@ import heapq
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -161,11 +167,17 @@ class Resource:
         return (self.stack, self.logical_id)
 
 
+# a template-level Metadata key: the stack waits for its dependencies on purpose (containment)
+CONTAINED_METADATA = "hyperpod-cdk:contained"
+
+
 @dataclass(frozen=True)
 class Stack:
     name: str
     dependencies: tuple[str, ...]
     resources: tuple[Resource, ...]
+    # its barrier is by design: the ideal keeps it too (CONTAINED_METADATA)
+    contained: bool = False
 
 
 @dataclass
@@ -313,6 +325,7 @@ def from_templates(
             name=name,
             dependencies=tuple(d for d in (dependencies or {}).get(name, ()) if d in templates),
             resources=tuple(built),
+            contained=bool((template.get("Metadata") or {}).get(CONTAINED_METADATA)),
         )
     return Assembly(stacks, unresolved=resolver.unresolved)
 
@@ -407,8 +420,13 @@ def schedule(
     """Simulate a first deploy of every stack (see the module docstring).
 
     ``barriers=False`` is the ideal: every stack "starts" at 0 with no limit and no overhead, so
-    only resource dependencies (and the DRA serialization) order the resources.
+    only resource dependencies (and the DRA serialization) order the resources, except that a
+    contained stack still starts only once the stacks it depends on are complete.
     """
+
+    def barrier(name: str) -> bool:
+        return barriers or assembly.stacks[name].contained
+
     if not barriers:
         concurrency, stack_overhead = None, 0.0
     if concurrency is not None and concurrency < 1:
@@ -446,11 +464,11 @@ def schedule(
         return all(d in stack_end for d in stacks[name].dependencies)
 
     def start_stacks() -> None:
-        waiting = [n for n in stacks if n not in stack_start and (not barriers or deps_done(n))]
+        waiting = [n for n in stacks if n not in stack_start and (not barrier(n) or deps_done(n))]
         for name in waiting:
             if name not in stack_ready:
                 stack_ready[name] = now
-                deps = stacks[name].dependencies if barriers else ()
+                deps = stacks[name].dependencies if barrier(name) else ()
                 latest = max(deps, key=lambda d: (stack_end[d], -order[d]), default=None)
                 stack_cause[name] = ("stack-done", latest) if latest else None
         waiting.sort(key=lambda n: (stack_ready[n], order[n]))
@@ -501,7 +519,7 @@ def schedule(
         if key is not None and key in released:
             candidates.append((released[key][0], 2, ("resource", released[key][1])))
         _, _, chosen = max(candidates, key=lambda c: (c[0], c[1]))
-        if chosen == ("stack-start", resource.stack) and not barriers:
+        if chosen == ("stack-start", resource.stack) and not barrier(resource.stack):
             return None
         return chosen
 
@@ -543,7 +561,7 @@ def schedule(
         raise ValueError(f"the deploy cannot finish (a dependency cycle?): {missing[:5]}")
 
     path = _critical_path(
-        resources, start, end, cause, stack_start, stack_cause, done_cause, barriers
+        resources, start, end, cause, stack_start, stack_cause, done_cause, barrier
     )
     return Schedule(
         mode="estimate" if barriers else "ideal",
@@ -563,7 +581,7 @@ def _critical_path(
     stack_start: Mapping[str, float],
     stack_cause: Mapping[str, _Cause],
     done_cause: Mapping[str, _Cause],
-    barriers: bool,
+    barrier: Callable[[str], bool],
 ) -> list[Step]:
     if not end:
         return []
@@ -592,7 +610,7 @@ def _critical_path(
             current = nxt
         elif kind == "stack-start":
             nxt = stack_cause.get(payload)
-            if barriers:
+            if barrier(payload):
                 steps.append(
                     Step("stack", payload, "", "", stack_start[payload], stack_start[payload],
                          _describe(nxt, resources, None))

@@ -9,6 +9,7 @@ Which stack waits for which (each only when it exists for the config)::
     eks                 network                       (eks, created cluster)
     eks-dependencies    network, egress, eks          (eks)
     cluster             network, egress, storage, nodes, eks-dependencies
+    metrics             cluster, nodes, network       (slurm with observability)
     eks-addons          cluster, eks-dependencies, storage   (eks)
     data-repositories   storage
 
@@ -21,6 +22,11 @@ Which stack waits for which (each only when it exists for the config)::
   (``eks-addons``) comes after the cluster.
 - The data repository associations (minutes each, one at a time) sit in a stack nothing waits
   for.
+- Containment: a stack that holds the HyperPod cluster, the EKS cluster, a file system, the
+  accounting database or the data bucket holds no optional feature that can fail on its own.
+  Slurm metrics (the observability extension, Grafana and its content, the workspace and its
+  rules) are in ``metrics``, after the cluster and waited for by nothing, so a failure there
+  rolls back only that stack (on EKS, ``eks-addons`` holds them).
 - The HyperPod cluster *reads* what it waits for (the scripts' URI, the EKS cluster's ARN) from
   parameters set once those are ready, so the waits are in the templates, not only behind
   stack barriers (what ``scripts/critical_path.py`` compares with).
@@ -74,7 +80,7 @@ from hyperpod_cdk.storage import (
 )
 from hyperpod_cdk.storage.openzfs import allow_nfs_egress
 from stacks.base import EnvironmentStack, metrics_outputs, output, ready_parameter
-from stacks.layout import needs_egress, needs_eks_addons
+from stacks.layout import cluster_identity, needs_egress, needs_eks_addons, needs_metrics
 
 if TYPE_CHECKING:
     # imported when built: a Slurm environment loads neither aws_eks_v2 nor aws_rds
@@ -82,6 +88,35 @@ if TYPE_CHECKING:
     from stacks.eks import EksAddonsStack, EksDependenciesStack, EksStack
 
 DESTROY_CONTEXT_FLAG = "destroy_data"
+# A template-level Metadata key of a stack that starts after the cluster stack on purpose
+# (containment, SPEC section 5); scripts/critical_path.py keeps its barrier in the ideal
+CONTAINED_METADATA = "hyperpod-cdk:contained"
+CONTAINED_REASON = (
+    "Deploys after the cluster stack on purpose: what it holds may fail on its own, and a "
+    "failure must roll back only this stack, never the cluster."
+)
+# The run-as Session document's inputs. Session document schema (Session Manager user guide,
+# https://docs.aws.amazon.com/systems-manager/latest/userguide/session-manager-schema.html, read
+# 2026-11-27): s3EncryptionEnabled, cloudWatchEncryptionEnabled, cloudWatchStreamingEnabled and
+# runAsEnabled are "Required: Yes" (Boolean); the string inputs are optional, set empty as the
+# page's Standard_Stream example does. No session logs are sent (no bucket, no log group): if
+# someone adds a destination, it must be encrypted. runAsDefaultUser stays empty on purpose:
+# the user comes from the caller's SSMSessionRunAs tag, and a caller without one gets no session
+# ("the user account you specify ... must exist ...; otherwise, sessions will fail to start").
+# idleSessionTimeout: minutes, 1-60 (a string).
+RUN_AS_SESSION_INPUTS: dict[str, Any] = {
+    "s3BucketName": "",
+    "s3KeyPrefix": "",
+    "s3EncryptionEnabled": True,
+    "cloudWatchLogGroupName": "",
+    "cloudWatchEncryptionEnabled": True,
+    "cloudWatchStreamingEnabled": False,
+    "kmsKeyId": "",
+    "runAsEnabled": True,
+    "runAsDefaultUser": "",
+    "idleSessionTimeout": "20",
+    "shellProfile": {"linux": "cd ~ && exec bash -l", "windows": ""},
+}
 # a tag of the HyperPod cluster whose value is read from the nodes stack's ScriptsReady parameter
 LIFECYCLE_BUCKET_TAG = "hyperpod-cdk:lifecycle-bucket"
 DESTROY_REASON = (
@@ -477,7 +512,11 @@ class LifecycleStack(EnvironmentStack):
 
 
 class ClusterStack(EnvironmentStack):
-    """The HyperPod cluster (its execution role lives in the nodes stack)."""
+    """The HyperPod cluster (its execution role lives in the nodes stack), with what must be
+    there before it or beside it and is plain CloudFormation: the alerts (topic, rules, log
+    bridge), the rollback alarms the cluster names, the run-as Session document. Nothing
+    optional that calls another service's API at deploy time: Slurm metrics are in
+    :class:`MetricsStack`."""
 
     def __init__(
         self,
@@ -553,7 +592,6 @@ class ClusterStack(EnvironmentStack):
         output(self, "ClusterName", config.cluster_name, "HyperPod cluster name")
         output(self, "ClusterArn", self.cluster.cluster_arn, "HyperPod cluster ARN")
         self._alerts(config)
-        self._metrics(config, network, nodes)
         controller = next(
             (g.name for g in cluster_cfg.instance_groups if g.effective_node_type == "Controller"),
             None,
@@ -620,41 +658,12 @@ class ClusterStack(EnvironmentStack):
             )
             self.rollback_alarms.before(self.cluster.resource)
 
-    def _metrics(
-        self, config: EnvironmentConfig, network: HyperPodNetwork, nodes: LifecycleStack
-    ) -> None:
-        """Slurm ``observability``: the Prometheus workspace, its alert rules routed to the
-        alerts topic, the ``sagemaker-observability`` extension on this cluster (the nodes'
-        execution roles may remote-write into this workspace only) and Grafana. On EKS the
-        eks-addons stack holds them, beside the observability add-on."""
-        self.metrics: HyperPodMetrics | None = None
-        self.grafana: HyperPodGrafana | None = None
-        settings = observability_settings(config)
-        if settings is None or not config.is_slurm:
-            return
-        topic = self.alerts.topic.topic_arn if self.alerts is not None else None
-        self.metrics = HyperPodMetrics(
-            self,
-            "Metrics",
-            cluster_name=config.cluster_name,
-            orchestrator="slurm",
-            workspace_arn=settings.prometheus_workspace_arn,
-            alert_rules=settings.alert_rules,
-            alerts_topic_arn=topic if settings.alert_rules else None,
-            cluster_arn=self.cluster.cluster_arn,
-            levels=metrics_provider(metric_levels(config)),
-            logging=settings.logging,
-            extension_version=extension_version(settings),
-            node_roles=[nodes.execution_role.role, *nodes.configured_roles],
-            role_path=config.iam.role_path,
-        )
-        self.grafana = metrics_outputs(self, config, self.metrics, network)
-
     def _run_as_session(self, config: EnvironmentConfig, login: str) -> None:
         """A Session Manager document with run-as, so that people reach the login node as their
         own Linux user: the user named by the ``SSMSessionRunAs`` tag of their IAM principal
         (Session Manager user guide, "Turn on run as support for Linux and macOS managed
-        nodes"). There is no default user: a principal without the tag gets no session."""
+        nodes"). There is no default user: a principal without the tag gets no session. Its
+        inputs: :data:`RUN_AS_SESSION_INPUTS`."""
         document = ssm.CfnDocument(
             self,
             "RunAsSessionDocument",
@@ -665,12 +674,7 @@ class ClusterStack(EnvironmentStack):
                 "description": f"A shell on a node of {config.cluster_name} as the Linux user of "
                 "the caller's SSMSessionRunAs tag",
                 "sessionType": "Standard_Stream",
-                "inputs": {
-                    "runAsEnabled": True,
-                    "runAsDefaultUser": "",
-                    "idleSessionTimeout": "20",
-                    "shellProfile": {"linux": "cd ~ && exec bash -l", "windows": ""},
-                },
+                "inputs": RUN_AS_SESSION_INPUTS,
             },
             update_method="NewVersion",
         )
@@ -693,6 +697,69 @@ class ClusterStack(EnvironmentStack):
         )
 
 
+class MetricsStack(EnvironmentStack):
+    """Slurm ``observability``, after the cluster: the Prometheus workspace (RETAIN, or an adopted
+    one) with AWS's alert rules and an alert manager routed to the alerts topic, the
+    ``sagemaker-observability`` extension on the cluster (the nodes' execution roles may
+    remote-write into this workspace only, by a policy of this stack attached to the nodes
+    stack's roles) and Grafana with its dashboards.
+
+    Containment: the extension and the Grafana content call services' APIs at deploy time and
+    can fail on their own; here a failure rolls back this stack only, never the cluster
+    (nothing the cluster stack needs waits for this one). On EKS the eks-addons stack holds the
+    same, beside the observability add-on.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: EnvironmentConfig,
+        network: HyperPodNetwork,
+        nodes: LifecycleStack,
+        cluster: ClusterStack,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, config=config, **kwargs)
+        settings = observability_settings(config)
+        assert settings is not None and config.is_slurm
+        self.add_stack_dependency(cluster)
+        # read by scripts/critical_path.py: this stack waits for the cluster stack on purpose
+        self.template_options.metadata = {CONTAINED_METADATA: CONTAINED_REASON}
+        # the cluster's ARN changes when the cluster is replaced; a weak reference is re-read
+        # only when the resource holding it changes, so the identity of the cluster's
+        # create-only inputs is written beside it (as eks-addons does) and everything here
+        # reads the ARN through this parameter
+        self.cluster_ready = ready_parameter(
+            self,
+            "ClusterReady",
+            cluster.cluster.cluster_arn,
+            "The HyperPod cluster whose metrics this stack collects "
+            f"(cluster identity {cluster_identity(config)})",
+            [],
+        )
+        # the alerts topic (cluster stack) has no name of its own: its ARN never changes while
+        # the alerts construct stays
+        topic = cluster.alerts.topic.topic_arn if cluster.alerts is not None else None
+        self.metrics = HyperPodMetrics(
+            self,
+            "Metrics",
+            cluster_name=config.cluster_name,
+            orchestrator="slurm",
+            workspace_arn=settings.prometheus_workspace_arn,
+            alert_rules=settings.alert_rules,
+            alerts_topic_arn=topic if settings.alert_rules else None,
+            cluster_arn=self.cluster_ready.string_value,
+            levels=metrics_provider(metric_levels(config)),
+            logging=settings.logging,
+            extension_version=extension_version(settings),
+            node_roles=[nodes.execution_role.role, *nodes.configured_roles],
+            role_path=config.iam.role_path,
+        )
+        self.grafana: HyperPodGrafana | None = metrics_outputs(self, config, self.metrics, network)
+
+
 @dataclass
 class EnvironmentStacks:
     """The stacks of one environment."""
@@ -706,6 +773,7 @@ class EnvironmentStacks:
     eks: EksStack | None = None
     eks_dependencies: EksDependenciesStack | None = None
     eks_addons: EksAddonsStack | None = None
+    metrics: MetricsStack | None = None
 
     def all(self) -> list[cdk.Stack]:
         """Every stack, in deploy order."""
@@ -717,6 +785,7 @@ class EnvironmentStacks:
             self.eks,
             self.eks_dependencies,
             self.cluster,
+            self.metrics,
             self.eks_addons,
             self.data_repositories,
         ]
@@ -794,6 +863,13 @@ def build_environment(
             alerts_topic_arn=cluster.alerts.topic.topic_arn if cluster.alerts else None,
             description=f"HyperPod environment {prefix}: EKS add-ons that need the HyperPod nodes",
         )  # fmt: skip
+    metrics = None
+    if needs_metrics(config):
+        metrics = MetricsStack(
+            scope, f"{prefix}-metrics", config=config, network=network.network, nodes=lifecycle,
+            cluster=cluster, env=env,
+            description=f"HyperPod environment {prefix}: Prometheus workspace, observability extension and Grafana (after the cluster)",
+        )  # fmt: skip
     data_repositories = None
     fsx_cfg = config.storage.fsx
     if fsx_cfg.enabled and fsx_cfg.data_repository_associations:
@@ -811,6 +887,7 @@ def build_environment(
         eks=eks,
         eks_dependencies=eks_dependencies,
         eks_addons=eks_addons,
+        metrics=metrics,
     )
     # Aspects stop at Stage boundaries, so they are added per stack (here, not on the App):
     # every log group, CDK's own included, is encrypted with the environment's logs key; checkov

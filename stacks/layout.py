@@ -6,6 +6,7 @@ import hashlib
 import json
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.observability import observability_settings
 
 # Stack kinds in deploy order; each stack is named "<name>-<kind>".
 STACK_KINDS = (
@@ -16,6 +17,7 @@ STACK_KINDS = (
     "eks",
     "eks-dependencies",
     "cluster",
+    "metrics",
     "eks-addons",
     "data-repositories",
 )
@@ -42,6 +44,12 @@ def needs_eks_addons(config: EnvironmentConfig) -> bool:
     return config.needs_eks_addons
 
 
+def needs_metrics(config: EnvironmentConfig) -> bool:
+    """True when the ``metrics`` stack has something to create: Slurm with ``observability``
+    (on EKS the eks-addons stack holds the metrics, beside the observability add-on)."""
+    return config.is_slurm and observability_settings(config) is not None
+
+
 def stack_kinds(config: EnvironmentConfig) -> list[str]:
     """The kinds of stack the app builds for ``config``, in deploy order."""
     fsx = config.storage.fsx
@@ -49,6 +57,7 @@ def stack_kinds(config: EnvironmentConfig) -> list[str]:
         "egress": needs_egress(config),
         "eks": not config.is_slurm and config.eks_settings.cluster_arn is None,
         "eks-dependencies": not config.is_slurm,
+        "metrics": needs_metrics(config),
         "eks-addons": needs_eks_addons(config),
         "data-repositories": fsx.enabled and bool(fsx.data_repository_associations),
     }

@@ -76,7 +76,15 @@ def test_a_synth_writes_every_stack_prints_every_line_and_leaves_no_temporary_fi
     }
     assert set(stacks) == {
         f"research-full-{kind}"
-        for kind in ("egress", "network", "storage", "nodes", "cluster", "data-repositories")
+        for kind in (
+            "egress",
+            "network",
+            "storage",
+            "nodes",
+            "cluster",
+            "metrics",
+            "data-repositories",
+        )  # fmt: skip
     }
     for template_file in stacks.values():
         assert json.loads((outdir / template_file).read_text(encoding="utf-8"))["Resources"]

@@ -189,6 +189,31 @@ def test_analyse_compares_estimate_and_ideal() -> None:
     assert report.over_ideal == pytest.approx(14 / 11 - 1)
 
 
+def contained_assembly(*, contained: bool) -> cp.Assembly:
+    """cluster: the HyperPod cluster; metrics: a workspace that reads nothing of the cluster,
+    in a stack that depends on the cluster stack (marked contained, or not)."""
+    metrics = template({"Workspace": res("AWS::APS::Workspace", minutes=1)})
+    if contained:
+        metrics["Metadata"] = {cp.CONTAINED_METADATA: "after the cluster on purpose"}
+    return cp.from_templates(
+        {"cluster": template({"Cluster": res(HYPERPOD, minutes=20)}), "metrics": metrics},
+        {"metrics": ["cluster"]},
+    )
+
+
+def test_the_ideal_keeps_the_barrier_of_a_contained_stack() -> None:
+    """Containment (SPEC section 5) is a wait chosen on purpose: a stack that says so in its
+    template's Metadata starts after the stacks it depends on in the ideal too."""
+    plain = cp.analyse(contained_assembly(contained=False))
+    assert (plain.estimate.minutes, plain.ideal.minutes) == (21, 20)
+    assert plain.ideal.start[("metrics", "Workspace")] == 0
+    report = cp.analyse(contained_assembly(contained=True))
+    assert report.ideal.start[("metrics", "Workspace")] == 20
+    assert (report.estimate.minutes, report.ideal.minutes) == (21, 21)
+    assert labels(report.ideal.path) == ["cluster/Cluster", "metrics starts", "metrics/Workspace"]
+    assert report.ideal.path[1].waited_for == "stack cluster to complete"
+
+
 def test_inside_a_stack_a_resource_starts_when_its_dependencies_are_done() -> None:
     assembly = cp.from_templates(
         {

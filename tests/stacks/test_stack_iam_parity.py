@@ -24,7 +24,7 @@ REGENERATE = (
     'python -c "from hyperpod_cdk.iam.parity import render; print(render())" > docs/iam-parity.md'
 )
 POLICY_TYPES = ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy")
-ROLE_KINDS = ("nodes", "cluster")
+ROLE_KINDS = ("nodes", "cluster", "metrics")
 
 
 def _flat(value: Any) -> str:

@@ -117,7 +117,7 @@ TABLE: dict[tuple[str, str, str], Row] = {
         "node wait service token", None, f"{_FIXED} (the function is updated in place)"
     ),
     ("cluster", "AWS::SNS::Topic", "Ref"): Row(
-        "alerts topic ARN (where the EKS workspace's alert manager sends)",
+        "alerts topic ARN (where the workspace's alert manager sends, EKS or Slurm)",
         None,
         f"{_FIXED} (the app sets no create-only property of the topic, so it is never replaced; "
         "an existing topic, alerts.sns_topic_arn, is a literal of the consumer's own template)",
@@ -125,8 +125,9 @@ TABLE: dict[tuple[str, str, str], Row] = {
     ("cluster", "AWS::SageMaker::Cluster", "ClusterArn"): Row(
         "HyperPod cluster ARN",
         "a new cluster name or VPC configuration replaces the cluster",
-        "weak, into the HyperPodReady parameter only, whose description carries the digest of the "
-        "cluster's create-only inputs (stacks.layout.cluster_identity)",
+        "weak, into the HyperPodReady (eks-addons) or ClusterReady (metrics) parameter only, "
+        "whose description carries the digest of the cluster's create-only inputs "
+        "(stacks.layout.cluster_identity)",
         reaches=_has_identity,
     ),
 }

@@ -8,6 +8,7 @@ from typing import cast
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import skip_check
@@ -148,8 +149,13 @@ class SlurmAccountingDatabase(Construct):
         assert self.instance.secret is not None
         self.secret = self.instance.secret
         # the credentials live as long as the database: a retained database without its secret
-        # could only be reached after a password reset
+        # could only be reached after a password reset. ``instance.secret`` is the
+        # SecretTargetAttachment; the AWS::SecretsManager::Secret is the instance's child
+        # "Secret" (security review M3)
         if removal_policy == cdk.RemovalPolicy.RETAIN:
+            generated = self.instance.node.find_child("Secret")
+            assert isinstance(generated, secretsmanager.Secret)
+            generated.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
             self.secret.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
         self._acknowledge_findings(multi_az=multi_az, removal_policy=removal_policy)
 

@@ -82,8 +82,8 @@ _WORKSPACE_ARN_SHAPE = "arn:<partition>:aps:<region>:<account>:workspace/<id>"
 def new_workspace(
     scope: Construct, *, alias: str, encryption_key: kms.IKey | None = None
 ) -> tuple[aps.CfnWorkspace, logs.LogGroup]:
-    """A new workspace (``PrometheusWorkspace``) that logs rule and alert manager errors to a
-    log group (``PrometheusLogs``, one year) in ``scope``; both encrypted with
+    """A new workspace (``PrometheusWorkspace``, RETAIN) that logs rule and alert manager errors
+    to a log group (``PrometheusLogs``, one year) in ``scope``; both encrypted with
     ``encryption_key`` when given (its policy must let CloudWatch Logs and Amazon Managed
     Service for Prometheus use it), else with AWS owned keys.
 
@@ -107,6 +107,8 @@ def new_workspace(
             log_group_arn=log_group.log_group_arn
         ),
     )
+    # it holds the metrics' history: kept when its stack goes or it moves to another stack
+    workspace.apply_removal_policy(cdk.RemovalPolicy.RETAIN)
     return workspace, log_group
 
 
