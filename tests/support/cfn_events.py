@@ -140,6 +140,16 @@ def cfn_event(
     return event
 
 
+def poll_event(request: Event, on_event_answer: Mapping[str, Any]) -> Event:
+    """The isComplete input the provider framework builds: the request with the onEvent answer
+    merged in (framework.ts createResponseEvent)."""
+    merged = {**_over_the_wire(request), **_over_the_wire(dict(on_event_answer))}
+    merged["PhysicalResourceId"] = on_event_answer.get("PhysicalResourceId") or request.get(
+        "PhysicalResourceId", request["RequestId"]
+    )
+    return merged
+
+
 def resolve(value: Any, references: Mapping[str, Any]) -> Any:
     """A template value with its ``Ref``/``Fn::GetAtt``/``Fn::Join`` worked out as CloudFormation
     does before it sends the properties; ``references`` maps ``Ref`` names and ``Id.Attribute``

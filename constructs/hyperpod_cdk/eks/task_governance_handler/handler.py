@@ -15,7 +15,9 @@ Used in regions where CloudFormation has no ``AWS::SageMaker::ClusterSchedulerCo
 Resource properties: ``Kind`` (``ClusterSchedulerConfig`` | ``ComputeQuota``) and ``Request``
 (the Create API's parameters, as JSON: CloudFormation would pass bare numbers as strings).
 
-boto3 only (it is part of the Lambda Python runtime); everything else is the standard library.
+boto3 is the Lambda runtime's; these APIs are newer than some runtimes' boto3, so the handler
+fails at once, in one line naming the missing operations, when the runtime's botocore lacks them
+(:func:`sagemaker_client`). Everything else is the standard library.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import re
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
+import botocore  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
@@ -49,6 +52,14 @@ FAILED = frozenset(
     }
 )
 MAX_MESSAGE = 1500
+#: the botocore release the tests run with (requirements-dev.txt); every operation the handler
+#: calls is in its SageMaker model
+TESTED_BOTOCORE = "1.44.5"
+OPERATIONS = tuple(
+    f"{verb}{kind}"
+    for kind in ("ClusterSchedulerConfig", "ComputeQuota")
+    for verb in ("Create", "Describe", "Update", "Delete")
+)
 
 
 class Api:
@@ -78,9 +89,22 @@ class Api:
 
 @functools.cache
 def sagemaker_client(region: str) -> Any:
-    """The SageMaker client of ``region``."""
+    """The SageMaker client of ``region``.
+
+    :raises RuntimeError: the Lambda runtime's botocore lacks an operation of :data:`OPERATIONS`
+        (one line naming them), instead of an AttributeError halfway through a change.
+    """
     config = Config(retries={"mode": "standard", "max_attempts": 5})
-    return boto3.client("sagemaker", region_name=region, config=config)
+    client = boto3.client("sagemaker", region_name=region, config=config)
+    offered = set(client.meta.service_model.operation_names)
+    missing = [name for name in OPERATIONS if name not in offered]
+    if missing:
+        raise RuntimeError(
+            f"the Lambda runtime's botocore {botocore.__version__} has no SageMaker operation"
+            f" {', '.join(missing)}; this handler needs a runtime whose boto3 has them (tested"
+            f" with botocore {TESTED_BOTOCORE})"
+        )
+    return client
 
 
 def _region(request: dict[str, Any]) -> str:
@@ -91,6 +115,10 @@ def _create_only(kind: str, request: dict[str, Any]) -> tuple[Any, ...]:
     """What cannot change in place (the CloudFormation schemas' createOnlyProperties)."""
     team = request.get("ComputeQuotaTarget", {}).get("TeamName") if kind == "ComputeQuota" else None
     return (request.get("Name"), request.get("ClusterArn"), team)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 def _not_found(error: ClientError) -> bool:
@@ -133,7 +161,17 @@ def on_event(event: Event, context: Any) -> Event:
 
 
 def _create(api: Api, client: Any, request: dict[str, Any]) -> Event:
-    response = api.call(client, "create", **request)
+    try:
+        response = api.call(client, "create", **request)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ConflictException":
+            raise
+        raise RuntimeError(
+            f"{api.kind} {request.get('Name')} already exists on {request.get('ClusterArn')}"
+            " (made outside this stack, or by an earlier delivery of this request):"
+            f" {_one_line(error.response.get('Error', {}).get('Message', ''))}; delete it"
+            f" (aws sagemaker delete-{api.snake.replace('_', '-')}) and deploy again"
+        ) from error
     return {
         "PhysicalResourceId": response[api.id_key],
         "Data": {"Arn": response[api.arn_key], "Id": response[api.id_key]},
@@ -158,7 +196,7 @@ def is_complete(event: Event, context: Any) -> Event:
         raise
     status = current.get("Status", "")
     if status in FAILED:
-        reason = current.get("FailureReason") or "no reason given"
+        reason = _one_line(current.get("FailureReason") or "no reason given")
         message = f"{api.kind} {current.get('Name', physical_id)} is {status}: {reason}"
         raise RuntimeError(message[:MAX_MESSAGE])
     if deleting:
