@@ -176,10 +176,12 @@ class Grafana:
         except urllib.error.HTTPError as error:
             if error.code == 404 and missing_ok:
                 return None
-            text = error.read().decode("utf-8", "replace")[:MAX_BODY]
+            # one line: Grafana, or a proxy before it, may answer an HTML page
+            text = " ".join(error.read().decode("utf-8", "replace").split())[:MAX_BODY]
             raise GrafanaError(f"{method} {path}: HTTP {error.code}: {text}") from None
         except urllib.error.URLError as error:
-            raise GrafanaError(f"{method} {path}: {error.reason}") from None
+            reason = " ".join(str(error.reason).split())
+            raise GrafanaError(f"{method} {path}: {reason}") from None
         return json.loads(raw) if raw else None
 
 
