@@ -309,8 +309,9 @@ def _update(event: Event, properties: dict[str, Any], old: dict[str, Any]) -> Ev
             raise ExtensionFailed(
                 f"extension {properties.get('ExtensionName', DEFAULT_EXTENSION)} cannot go from"
                 f" version {old_version} to the earlier {version}: UpdateClusterExtension only"
-                " moves to a later version; keep the version, or deploy once with observability"
-                " off and again with it on to install the earlier one"
+                " moves to a later version; keep the version (observability.extension_version),"
+                " or deploy once with observability off and again with it on to install the"
+                " earlier one"
             )
         request["ExtensionVersion"] = str(version)
     details = _describe_now(cluster_arn, extension_arn)
