@@ -89,7 +89,9 @@ MAX_MESSAGE: Final = 1500
 #: the settings AWS documents for the Slurm extension (botocore ``CreateClusterExtensionRequest.
 #: ConfigurationValues`` example ``{"metricsProvider":{"nodeMetrics":{"level":"ADVANCED"}}}``):
 #: sent from the start; every other setting only once the extension has returned it
-DOCUMENTED: Final = frozenset({("metricsProvider", "nodeMetrics", "level")})
+DOCUMENTED: Final[frozenset[tuple[str, ...]]] = frozenset(
+    {("metricsProvider", "nodeMetrics", "level")}
+)
 #: wanted values that mean "off": a setting the extension does not know is off already
 OFF: Final = (False, None, "DISABLED")
 #: the operations this handler calls, and the botocore release its tests run with
@@ -269,7 +271,9 @@ def on_event(event: Event, context: Any) -> Event:
 def _create(event: Event, properties: dict[str, Any]) -> Event:
     name = properties.get("ExtensionName", DEFAULT_EXTENSION)
     wanted = leaves(configuration(properties.get("ConfigurationValues")))
-    documented = {path: value for path, value in wanted.items() if path in DOCUMENTED}
+    documented: dict[Path, Any] = {
+        path: value for path, value in wanted.items() if path in DOCUMENTED
+    }
     request: dict[str, Any] = {"ClusterArn": properties["ClusterArn"], "ExtensionName": name}
     if properties.get("ExtensionVersion"):
         request["ExtensionVersion"] = str(properties["ExtensionVersion"])
@@ -300,7 +304,8 @@ def _update(event: Event, properties: dict[str, Any], old: dict[str, Any]) -> Ev
     cluster_arn = properties["ClusterArn"]
     extension_arn = event["PhysicalResourceId"]
     request: dict[str, Any] = {"ClusterArn": cluster_arn, "ExtensionArn": extension_arn}
-    version, old_version = properties.get("ExtensionVersion"), old.get("ExtensionVersion")
+    version = str(properties.get("ExtensionVersion") or "")
+    old_version = str(old.get("ExtensionVersion") or "")
     # UpdateClusterExtensionRequest.ExtensionVersion: "must be later than the extension's
     # current version. If you omit this parameter, the extension keeps its current version."
     new_version = bool(version) and version != old_version
@@ -313,7 +318,7 @@ def _update(event: Event, properties: dict[str, Any], old: dict[str, Any]) -> Ev
                 " or deploy once with observability off and again with it on to install the"
                 " earlier one"
             )
-        request["ExtensionVersion"] = str(version)
+        request["ExtensionVersion"] = version
     details = _describe_now(cluster_arn, extension_arn)
     current = configuration(details["ExtensionDetails"].get("ConfigurationValues"))
     wanted = leaves(configuration(properties.get("ConfigurationValues")))
