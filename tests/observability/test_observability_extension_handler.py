@@ -511,6 +511,20 @@ def test_a_removed_setting_is_sent_as_null(
     assert framework.send(update(properties(ConfigurationValues=compact(smaller)))).ok
 
 
+def test_an_update_from_the_earlier_map_configuration_sends_real_booleans(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """A stack deployed before this fix has the configuration as a map: its old properties
+    arrive stringified ({"enabled": "true"}) and are only read for removed settings; what is
+    sent comes from the new JSON string."""
+    expect_describe(sagemaker, described("Active"))
+    expect_update(sagemaker, {"ConfigurationValues": compact(CONFIG), "ClientToken": REQUEST_ID})
+    expect_describe(sagemaker, described("Active"))
+    event = update(properties(), properties(ConfigurationValues=CONFIG))
+    assert event["OldResourceProperties"]["ConfigurationValues"]["logging"] == {"enabled": "true"}
+    assert framework.send(event).ok
+
+
 def test_update_changes_version_and_configuration_in_place(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
