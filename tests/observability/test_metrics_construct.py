@@ -254,6 +254,24 @@ def test_the_handler_role_manages_extensions_of_this_cluster_only() -> None:
                    for a in statement["Action"])  # fmt: skip
 
 
+def test_cfn_lints_policy_data_still_has_no_resource_types_for_the_extension_actions() -> None:
+    """Why both resources are on every action: cfn-lint's Policies.json (cfn-lint 1.58.0,
+    cfnlint/data/AdditionalSpecs/Policies.json, service ``sagemaker``) names no *ClusterExtension
+    action. When it does, narrow ManageTheClusterExtension to the resource types it lists."""
+    import cfnlint
+
+    from hyperpod_cdk.observability.metrics import EXTENSION_ACTIONS
+
+    data = json.loads(
+        (Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json").read_text()
+    )
+    actions = data["sagemaker"]["Actions"]
+    assert "createcluster" in actions  # the service's table is there
+    listed = {a: actions[a.split(":")[1].lower()] for a in EXTENSION_ACTIONS
+              if a.split(":")[1].lower() in actions}  # fmt: skip
+    assert listed == {}, f"cfn-lint now lists resource types: {listed}; narrow the statement"
+
+
 def test_the_nodes_remote_write_to_this_workspace_only() -> None:
     _, resources, _ = _slurm()
     workspace_id, _ = _one(resources, "AWS::APS::Workspace")

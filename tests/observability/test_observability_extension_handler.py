@@ -458,6 +458,21 @@ def test_a_wanted_setting_the_extension_does_not_return_fails_and_rolls_back(
     assert framework.send(delete(answer.PhysicalResourceId)).ok
 
 
+def test_settings_that_never_take_fail_at_the_deadline(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Active", config=DEFAULTS))
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(SETTLE), "ClientToken": settle_token(SETTLE)}
+    )
+    answer = framework.send(create(properties(TimeoutSeconds=0)))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "is still Active with settings that still differ from the wanted ones" in (
+        answer.error or ""
+    )
+
+
 def test_a_setting_that_is_off_need_not_be_known(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
