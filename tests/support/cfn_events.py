@@ -12,8 +12,10 @@ event no real deploy produces:
   Sources: the CloudFormation user guide, "Custom resources request objects"
   (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html), and
   the long-standing behaviour that custom resource properties reach the function as strings
-  (aws-cloudformation/cloudformation-coverage-roadmap issue #1037, "Custom resource properties are
-  converted to strings").
+  (aws-cloudformation/cloudformation-coverage-roadmap issue #1037, "Lambda Backed
+  CustomResource's ResourceProperties converts int and boolean properties to strings", open; and
+  aws/aws-cdk pull request #4000: "custom resource properties are always stringified by
+  CloudFormation"; read 2026-11-27).
 - :class:`ProviderFramework`: CDK's custom-resource provider framework
   (``aws_cdk.custom_resources.Provider``), as aws-cdk-lib's runtime does it
   (aws/aws-cdk packages/aws-cdk-lib/custom-resources/lib/provider-framework/runtime/framework.ts
