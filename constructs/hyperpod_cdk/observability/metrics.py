@@ -34,6 +34,16 @@ workspace
 The extension API: see                          extension_handler/handler.py (botocore 1.44.5)
 ``extension_handler/handler.py``; its version
 pin: ``config/observability.py``
+A custom resource's properties reach its        cloudformation-coverage-roadmap issue #1037;
+handler with every scalar a string: the         aws/aws-cdk pull request #4000 (read
+configuration travels as one JSON string        2026-11-27)
+The extension's exporters pull from HyperPod's  awslabs/awsome-distributed-ai
+ECR registry of the region (``ecr:BatchGet      Extensions/observability/README.md §3b;
+Image``, ``ecr:GetDownloadUrlForLayer``,        whether the managed extension pulls with
+``ecr:GetAuthorizationToken``)                  the node role is not documented
+The *ClusterExtension actions' resource types   none in cfn-lint 1.58 Policies.json nor the
+                                                service authorization reference read here:
+                                                the cluster and ``extension/*`` both
 ==============================================  ==============================================
 """
 
