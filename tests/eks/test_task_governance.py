@@ -240,6 +240,17 @@ def test_a_failed_status_fails_with_the_service_reason(
     assert one_line(answer.error or "")
 
 
+def test_an_aws_error_with_line_breaks_fails_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    sagemaker.add_client_error(
+        "create_compute_quota", "ResourceLimitExceeded", "too many quotas\non this cluster"
+    )
+    answer = framework.send(event("Create", quota_request()))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "ResourceLimitExceeded" in (answer.error or "")
+
+
 def test_in_progress_then_done(sagemaker: Stubber) -> None:
     sagemaker.add_response("describe_compute_quota", described("Creating"))
     sagemaker.add_response("describe_compute_quota", described("Created"))

@@ -448,6 +448,20 @@ def test_a_grafana_error_page_fails_in_one_line(
     assert one_line(message) and "HTTP 502" in message and "502 Bad Gateway" in message
 
 
+def test_an_aws_error_with_line_breaks_fails_in_one_line(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
+    api.add_client_error(
+        "list_workspace_service_accounts",
+        "AccessDeniedException",
+        "not authorized\nfor grafana:ListWorkspaceServiceAccounts",
+        http_status_code=403,
+    )
+    answer = framework.send(event("Create", props()))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "AccessDeniedException" in (answer.error or "")
+
+
 def test_the_same_delete_delivered_twice_succeeds(
     api: Stubber, http: FakeGrafana, framework: ProviderFramework
 ) -> None:

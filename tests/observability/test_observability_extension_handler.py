@@ -347,6 +347,17 @@ def test_create_on_a_cluster_that_has_it_already_says_what_to_do(
     assert framework.send(delete(answer.PhysicalResourceId)).ok
 
 
+def test_an_aws_error_with_line_breaks_fails_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    sagemaker.add_client_error(
+        "create_cluster_extension", "ValidationException", "bad request:\n  ExtensionVersion"
+    )
+    answer = framework.send(create())
+    assert not answer.ok and one_line(answer.error or "")
+    assert (answer.error or "").startswith("ClientError: An error occurred (ValidationException)")
+
+
 def test_in_progress_then_active(sagemaker: Stubber, framework: ProviderFramework) -> None:
     expect_create(sagemaker, DOCUMENTED_ONLY)
     expect_describe(sagemaker, described("Creating"))

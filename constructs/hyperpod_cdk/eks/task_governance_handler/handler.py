@@ -26,6 +26,7 @@ import functools
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
@@ -37,6 +38,24 @@ LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
 Event = dict[str, Any]
+
+
+def one_line_errors(function: Callable[..., Event]) -> Callable[..., Event]:
+    """Keep a raised error's message on one line: the provider framework makes it the stack's
+    failure reason, and an AWS or HTTP error message may span several lines."""
+
+    @functools.wraps(function)
+    def wrapped(event: Event, context: Any = None) -> Event:
+        try:
+            return function(event, context)
+        except Exception as error:
+            text = str(error)
+            if "\n" not in text and "\r" not in text:
+                raise
+            raise RuntimeError(" ".join(f"{type(error).__name__}: {text}".split())) from error
+
+    return wrapped
+
 
 # the ids the service gives both kinds
 SERVICE_ID = re.compile(r"[a-z0-9]{12}")
@@ -128,6 +147,7 @@ def _not_found(error: ClientError) -> bool:
     )
 
 
+@one_line_errors
 def on_event(event: Event, context: Any) -> Event:
     """Create, update or delete; ``is_complete`` waits for the result."""
     properties = event["ResourceProperties"]
@@ -178,6 +198,7 @@ def _create(api: Api, client: Any, request: dict[str, Any]) -> Event:
     }
 
 
+@one_line_errors
 def is_complete(event: Event, context: Any) -> Event:
     """Complete once the status is final; a failed status raises the service's reason."""
     properties = event["ResourceProperties"]

@@ -61,6 +61,7 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, Final
 
 import boto3  # type: ignore[import-untyped]
@@ -104,6 +105,25 @@ OPERATIONS: Final = (
 TESTED_BOTOCORE: Final = "1.44.5"
 
 Event = dict[str, Any]
+
+
+def one_line_errors(function: Callable[..., Event]) -> Callable[..., Event]:
+    """Keep a raised error's message on one line: the provider framework makes it the stack's
+    failure reason, and an AWS or HTTP error message may span several lines."""
+
+    @functools.wraps(function)
+    def wrapped(event: Event, context: Any = None) -> Event:
+        try:
+            return function(event, context)
+        except Exception as error:
+            text = str(error)
+            if "\n" not in text and "\r" not in text:
+                raise
+            raise ExtensionFailed(" ".join(f"{type(error).__name__}: {text}".split())) from error
+
+    return wrapped
+
+
 Path = tuple[str, ...]
 
 
@@ -243,6 +263,7 @@ def _deadline(properties: dict[str, Any]) -> int:
 # -- the events --------------------------------------------------------------------------------
 
 
+@one_line_errors
 def on_event(event: Event, context: Any) -> Event:
     """Start the create, update or delete; see the module docstring."""
     kind = event["RequestType"]
@@ -359,6 +380,7 @@ def _delete(cluster_arn: str, extension_arn: str) -> bool:
     return True
 
 
+@one_line_errors
 def is_complete(event: Event, context: Any) -> Event:
     """Complete when the extension is Active with the wanted version and settings (Create,
     Update) or gone (Delete); raise when it failed or the deadline passed."""

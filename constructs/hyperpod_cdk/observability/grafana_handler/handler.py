@@ -49,6 +49,7 @@ import logging
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -71,6 +72,23 @@ GONE_CODES: Final = frozenset({"ResourceNotFoundException"})
 MAX_BODY: Final = 400
 
 Event = dict[str, Any]
+
+
+def one_line_errors(function: Callable[..., Event]) -> Callable[..., Event]:
+    """Keep a raised error's message on one line: the provider framework makes it the stack's
+    failure reason, and an AWS or HTTP error message may span several lines."""
+
+    @functools.wraps(function)
+    def wrapped(event: Event, context: Any = None) -> Event:
+        try:
+            return function(event, context)
+        except Exception as error:
+            text = str(error)
+            if "\n" not in text and "\r" not in text:
+                raise
+            raise GrafanaError(" ".join(f"{type(error).__name__}: {text}".split())) from error
+
+    return wrapped
 
 
 class GrafanaError(Exception):
@@ -278,6 +296,7 @@ def physical_id(props: Event) -> str:
     return f"{props['WorkspaceId']}/hyperpod-grafana-content"
 
 
+@one_line_errors
 def on_event(event: Event, _context: Any = None) -> dict[str, Any]:
     """Create, Update or Delete the data source and the dashboards (see the module doc)."""
     request = event["RequestType"]
