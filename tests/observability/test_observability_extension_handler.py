@@ -484,6 +484,15 @@ def test_settings_that_never_take_fail_at_the_deadline(
     )
 
 
+def test_an_empty_map_sets_nothing(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    """A construct given no levels writes ``metricsProvider: {}``: nothing to apply or wait for."""
+    config = {**CONFIG, "metricsProvider": {}}
+    expect_create(sagemaker, None)
+    expect_describe(sagemaker, described("Active", config=CONFIG))
+    answer = framework.send(create(properties(ConfigurationValues=compact(config))))
+    assert answer.ok and answer.polls == 1
+
+
 def test_a_setting_that_is_off_need_not_be_known(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:

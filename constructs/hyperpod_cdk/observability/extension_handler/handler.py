@@ -200,10 +200,11 @@ def _old_configuration(value: Any) -> dict[str, Any]:
 
 
 def leaves(tree: dict[str, Any], prefix: Path = ()) -> dict[Path, Any]:
-    """Every setting of a nested configuration: path -> value (lists are values)."""
+    """Every setting of a nested configuration: path -> value (lists are values; an empty map
+    sets nothing)."""
     out: dict[Path, Any] = {}
     for key, value in tree.items():
-        if isinstance(value, dict) and value:
+        if isinstance(value, dict):
             out.update(leaves(value, (*prefix, key)))
         else:
             out[(*prefix, key)] = value
