@@ -27,6 +27,13 @@ from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Match, Template
 from botocore.stub import Stubber
 from support.assembly import acknowledgments
+from support.cfn_events import (
+    CREATE_FAILED_MARKER,
+    ProviderFramework,
+    cfn_event,
+    one_line,
+    poll_event,
+)
 from support.modules import load_module
 
 from hyperpod_cdk.checkov_skips import skipped_checks
@@ -96,6 +103,39 @@ def expect_page(
     stubber.add_response("list_cluster_nodes", answer, request)
 
 
+def properties(
+    groups: tuple[str, ...] = ("gpu", "cpu"), min_nodes: int = 1, timeout: int = TIMEOUT
+) -> dict[str, Any]:
+    """The custom resource's properties as the construct writes them in the template."""
+    return {
+        "ClusterArn": CLUSTER_ARN,
+        "InstanceGroups": list(groups),
+        "MinNodes": min_nodes,
+        "TimeoutSeconds": timeout,
+    }
+
+
+def request(
+    request_type: str = "Create",
+    *,
+    groups: tuple[str, ...] = ("gpu", "cpu"),
+    min_nodes: int = 1,
+    timeout: int = TIMEOUT,
+    physical: str | None = None,
+) -> dict[str, Any]:
+    """The request CloudFormation sends (tests/support/cfn_events.py: numbers as strings)."""
+    props = properties(groups, min_nodes, timeout)
+    if request_type != "Create" and physical is None:
+        physical = handler.physical_id(CLUSTER_ARN, list(groups))
+    return cfn_event(
+        request_type,
+        props,
+        old_properties=props if request_type == "Update" else None,
+        physical_resource_id=physical,
+        resource_type=RESOURCE_TYPE,
+    )
+
+
 def event(
     request_type: str = "Create",
     *,
@@ -105,18 +145,95 @@ def event(
 ) -> dict[str, Any]:
     """An isComplete input as the framework builds it: the CloudFormation request merged with
     on_event's answer. Numbers arrive as strings, as CloudFormation passes them."""
-    return {
-        "RequestType": request_type,
-        "PhysicalResourceId": handler.physical_id(CLUSTER_ARN, list(groups)),
-        "ResourceProperties": {
-            "ServiceToken": "arn:aws:lambda:us-west-2:111122223333:function:framework",
-            "ClusterArn": CLUSTER_ARN,
-            "InstanceGroups": list(groups),
-            "MinNodes": str(min_nodes),
-            "TimeoutSeconds": str(TIMEOUT),
+    sent = request(request_type, groups=groups, min_nodes=min_nodes)
+    return poll_event(
+        sent,
+        {
+            "PhysicalResourceId": handler.physical_id(CLUSTER_ARN, list(groups)),
+            "Data": {"Deadline": time.time() + TIMEOUT if deadline is None else deadline},
         },
-        "Data": {"Deadline": time.time() + TIMEOUT if deadline is None else deadline},
-    }
+    )
+
+
+@pytest.fixture
+def framework() -> ProviderFramework:
+    return ProviderFramework(handler.on_event, handler.is_complete)
+
+
+def test_the_properties_arrive_as_strings() -> None:
+    sent = event()["ResourceProperties"]
+    assert sent["MinNodes"] == "1" and sent["TimeoutSeconds"] == str(TIMEOUT)
+    assert sent["InstanceGroups"] == ["gpu", "cpu"]
+
+
+def test_through_the_framework_pending_then_running(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_page(sagemaker, [node("gpu", "Pending", 1)])
+    expect_page(sagemaker, [node("gpu", "Running", 1)])
+    answer = framework.send(request())
+    assert answer.ok and answer.polls == 2
+    assert answer.PhysicalResourceId == f"{CLUSTER_ARN}/nodes:cpu,gpu"
+    assert "Deadline" in answer.Data
+
+
+def test_through_the_framework_the_deadline_fails_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_page(sagemaker, [node("gpu", "Failure", 1, "capacity\n  none")])
+    answer = framework.send(request(timeout=0))
+    assert not answer.ok and answer.PhysicalResourceId == f"{CLUSTER_ARN}/nodes:cpu,gpu"
+    assert one_line(answer.error or "")
+    assert "has no Running node" in (answer.error or "")
+
+
+def test_through_the_framework_an_aws_error_fails_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    sagemaker.add_client_error(
+        "list_cluster_nodes",
+        service_error_code="AccessDeniedException",
+        service_message="not authorized\nto list",
+        http_status_code=400,
+    )
+    answer = framework.send(request())
+    assert not answer.ok and one_line(answer.error or "")
+    assert f"ListClusterNodes of {CLUSTER_ARN} failed" in (answer.error or "")
+
+
+def test_the_same_create_delivered_twice_answers_the_same(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_page(sagemaker, [node("gpu", "Running", 1)])
+    expect_page(sagemaker, [node("gpu", "Running", 1)])
+    sent = request()
+    first, second = framework.send(sent), framework.send(sent)
+    assert first.ok and second.ok and first.PhysicalResourceId == second.PhysicalResourceId
+
+
+def test_new_groups_replace_the_wait_and_the_old_delete_calls_nothing(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_page(sagemaker, [node("gpu", "Running", 1)])
+    old_physical = handler.physical_id(CLUSTER_ARN, ["gpu", "cpu"])
+    sent = cfn_event(
+        "Update",
+        properties(("gpu",)),
+        old_properties=properties(),
+        physical_resource_id=old_physical,
+    )
+    answer = framework.send(sent)
+    assert answer.ok and answer.PhysicalResourceId == f"{CLUSTER_ARN}/nodes:gpu"
+    # CloudFormation then deletes the old one; nothing is queued, so any call would fail
+    assert framework.send(request("Delete", physical=old_physical)).ok
+
+
+def test_delete_after_a_failed_create_calls_nothing(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    for physical in (CREATE_FAILED_MARKER, "NodeWait"):
+        answer = framework.send(request("Delete", physical=physical))
+        assert answer.ok and answer.PhysicalResourceId == physical
 
 
 def test_on_event_create_and_update_set_the_deadline() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from support.cfn_events import cfn_event, one_line, response_server, self_answering
 from support.modules import load_module
 
 from hyperpod_cdk.storage.fsx_key_policy import HANDLER_DIR, STATEMENT_SID
@@ -88,15 +89,20 @@ class Context:
 
 
 def event(kind: str, statement: dict[str, Any] = STATEMENT, **extra: Any) -> dict[str, Any]:
-    return {
-        "RequestType": kind,
-        "ResourceProperties": {"KeyArn": KEY, "Statement": json.dumps(statement)},
-        "StackId": "stack",
-        "RequestId": "request",
-        "LogicalResourceId": "DataKeyPolicy",
-        "ResponseURL": "http://127.0.0.1:1/",
-        **extra,
-    }
+    """The request as CloudFormation sends it (tests/support/cfn_events.py), with the properties
+    the construct writes (storage/fsx_key_policy.py)."""
+    props = {"KeyArn": KEY, "Statement": json.dumps(statement), "KeyPolicyDigest": "0" * 64}
+    sent = cfn_event(
+        kind,
+        props,
+        old_properties=props if kind == "Update" else None,
+        physical_resource_id=extra.pop("PhysicalResourceId", None),
+        logical_resource_id="DataKeyPolicy",
+        resource_type="Custom::HyperPodKmsKeyPolicyStatement",
+        response_url="http://127.0.0.1:1/",
+    )
+    sent.update(extra)
+    return sent
 
 
 def sids(kms: FakeKms) -> list[str | None]:
@@ -114,7 +120,9 @@ def test_update_replaces_the_statement_by_its_sid() -> None:
     kms = FakeKms({ROOT, SLR})
     handler.handle(event("Create"), Context(), kms)
     changed = {**STATEMENT, "Action": ["kms:Decrypt"]}
-    handler.handle(event("Update", changed, PhysicalResourceId="x"), Context(), kms)
+    handler.handle(
+        event("Update", changed, PhysicalResourceId=f"{KEY}#{STATEMENT_SID}"), Context(), kms
+    )
     assert kms.policy["Statement"] == [ROOT_STATEMENT, changed]
 
 
@@ -123,7 +131,7 @@ def test_a_key_policy_rewritten_without_it_gets_it_back() -> None:
     kms = FakeKms({ROOT, SLR})
     handler.handle(event("Create"), Context(), kms)
     kms.policy = {"Version": "2012-10-17", "Statement": [ROOT_STATEMENT]}
-    handler.handle(event("Update", PhysicalResourceId="x"), Context(), kms)
+    handler.handle(event("Update", PhysicalResourceId=f"{KEY}#{STATEMENT_SID}"), Context(), kms)
     assert sids(kms) == [None, STATEMENT_SID]
 
 
@@ -202,11 +210,12 @@ def test_handler_answers_success_with_the_physical_id(cloudformation, monkeypatc
     url, answers = cloudformation
     kms = FakeKms({ROOT, SLR})
     monkeypatch.setattr(handler.boto3, "client", lambda *a, **k: kms)
-    handler.handler(event("Create", ResponseURL=url), Context())
+    sent = event("Create", ResponseURL=url)
+    handler.handler(sent, Context())
     (answer,) = answers
     assert answer["Status"] == "SUCCESS"
     assert answer["PhysicalResourceId"] == f"{KEY}#{STATEMENT_SID}"
-    assert (answer["StackId"], answer["RequestId"]) == ("stack", "request")
+    assert (answer["StackId"], answer["RequestId"]) == (sent["StackId"], sent["RequestId"])
 
 
 def test_handler_answers_failure_in_one_line(cloudformation, monkeypatch) -> None:
@@ -219,3 +228,69 @@ def test_handler_answers_failure_in_one_line(cloudformation, monkeypatch) -> Non
     assert answer["PhysicalResourceId"] == "DataKeyPolicy"
     assert "KMSInvalidStateException" in answer["Reason"]
     assert "\n" not in answer["Reason"]
+
+
+# -- through the CloudFormation fake (tests/support/cfn_events.py) ----------------------------
+
+
+def _answered(kms: FakeKms, request: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(handler.boto3, "client", lambda *a, **k: kms)
+    with response_server() as server:
+        return self_answering(handler.handler, request, server, Context())
+
+
+def test_create_update_delete_answer_cloudformation(monkeypatch: pytest.MonkeyPatch) -> None:
+    kms = FakeKms({ROOT, SLR})
+    physical = f"{KEY}#{STATEMENT_SID}"
+    created = _answered(kms, event("Create"), monkeypatch)
+    assert created.ok and created.PhysicalResourceId == physical
+    updated = _answered(kms, event("Update", PhysicalResourceId=physical), monkeypatch)
+    assert updated.ok and updated.PhysicalResourceId == physical
+    deleted = _answered(kms, event("Delete", PhysicalResourceId=physical), monkeypatch)
+    assert deleted.ok and deleted.PhysicalResourceId == physical
+    assert kms.policy["Statement"] == [ROOT_STATEMENT]
+
+
+def test_the_same_request_delivered_twice_answers_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kms = FakeKms({ROOT, SLR})
+    sent = event("Create")
+    first, second = _answered(kms, sent, monkeypatch), _answered(kms, sent, monkeypatch)
+    assert first.ok and second.ok and first.PhysicalResourceId == second.PhysicalResourceId
+    assert kms.policy["Statement"] == [ROOT_STATEMENT, STATEMENT]
+    physical = first.PhysicalResourceId
+    for _ in range(2):
+        assert _answered(kms, event("Delete", PhysicalResourceId=physical), monkeypatch).ok
+    assert kms.policy["Statement"] == [ROOT_STATEMENT]
+
+
+def test_a_failed_create_then_its_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The failed Create answers with the logical id as physical id; CloudFormation's rollback
+    Delete carries it, and the handler removes nothing it did not add."""
+    kms = FakeKms({ROOT}, state="PendingDeletion")
+    failed = _answered(kms, event("Create"), monkeypatch)
+    assert not failed.ok and failed.PhysicalResourceId == "DataKeyPolicy"
+    assert one_line(failed.Reason)
+    kms.state = "Enabled"
+    puts = kms.puts
+    deleted = _answered(kms, event("Delete", PhysicalResourceId="DataKeyPolicy"), monkeypatch)
+    assert deleted.ok and deleted.PhysicalResourceId == "DataKeyPolicy"
+    assert kms.puts == puts
+
+
+def test_an_error_message_with_line_breaks_is_answered_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    kms = FakeKms({ROOT, SLR})
+
+    def denied(**_: Any) -> None:
+        raise ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": "not allowed\non this key"}},
+            "GetKeyPolicy",
+        )
+
+    kms.get_key_policy = denied  # type: ignore[method-assign]
+    answer = _answered(kms, event("Create"), monkeypatch)
+    assert not answer.ok and one_line(answer.Reason)
+    assert "AccessDeniedException" in answer.Reason

@@ -20,6 +20,7 @@ import boto3
 import botocore.session
 import pytest
 from botocore.stub import Stubber
+from support.cfn_events import CREATE_FAILED_MARKER, ProviderFramework, cfn_event, one_line
 from support.modules import load_module
 
 from hyperpod_cdk.observability.grafana import (
@@ -45,8 +46,8 @@ _BOTOCORE = botocore.session.get_session()
 
 
 def props(orchestrator: str = "slurm", **changes: Any) -> dict[str, Any]:
+    """The custom resource's properties as the construct writes them in the template."""
     base = {
-        "ServiceToken": "arn:aws:lambda:us-west-2:111122223333:function:framework",
         "WorkspaceId": WORKSPACE_ID,
         "WorkspaceEndpoint": ENDPOINT,
         "Region": REGION,
@@ -56,25 +57,32 @@ def props(orchestrator: str = "slurm", **changes: Any) -> dict[str, Any]:
         "FolderUid": FOLDER_UID,
         "FolderTitle": FOLDER_TITLE,
         "Dashboards": dashboard_entries(orchestrator),
-        "TokenSecondsToLive": str(TOKEN_SECONDS),  # CloudFormation passes numbers as strings
+        "TokenSecondsToLive": TOKEN_SECONDS,  # a number: it arrives as a string
     }
     base.update(changes)
     return base
 
 
+PHYSICAL_ID = f"{WORKSPACE_ID}/hyperpod-grafana-content"
+
+
 def event(
     request: str, properties: dict[str, Any], old: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    result: dict[str, Any] = {
-        "RequestType": request,
-        "ResourceProperties": properties,
-        "RequestId": "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
-    }
-    if request != "Create":
-        result["PhysicalResourceId"] = f"{WORKSPACE_ID}/hyperpod-grafana-content"
-    if old is not None:
-        result["OldResourceProperties"] = old
-    return result
+    """The request as CloudFormation sends it (tests/support/cfn_events.py)."""
+    return cfn_event(
+        request,
+        properties,
+        old_properties=old,
+        physical_resource_id=None if request == "Create" else PHYSICAL_ID,
+        request_id="6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f",
+        resource_type="Custom::HyperPodGrafanaContent",
+    )
+
+
+@pytest.fixture
+def framework() -> ProviderFramework:
+    return ProviderFramework(handler.on_event)
 
 
 # -- the fakes -------------------------------------------------------------------------------
@@ -375,11 +383,92 @@ def test_delete_without_the_service_account_touches_nothing(
     assert http.calls == []
 
 
-def test_delete_after_a_failed_create_does_nothing(api: Stubber, http: FakeGrafana) -> None:
+def test_delete_after_a_failed_create_does_nothing(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
     failed = event("Delete", props())
     failed["PhysicalResourceId"] = "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
     assert handler.on_event(failed) == {"PhysicalResourceId": failed["PhysicalResourceId"]}
+    assert framework.send(failed).ok
+    failed["PhysicalResourceId"] = CREATE_FAILED_MARKER
+    assert framework.send(failed).ok
     assert http.calls == []
+
+
+# -- through the provider framework ----------------------------------------------------------
+
+
+def test_create_through_the_framework_answers_the_uids(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
+    expect_accounts(api, [ours()])
+    expect_token(api)
+    expect_token_deleted(api)
+    answer = framework.send(event("Create", props()))
+    assert answer.ok and answer.PhysicalResourceId == PHYSICAL_ID
+    uids = [entry["Uid"] for entry in dashboard_entries("slurm")]
+    assert answer.Data == {"DashboardUids": ",".join(uids), "ServiceAccountId": ACCOUNT_ID}
+
+
+def test_the_same_create_delivered_twice_installs_the_same(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
+    """Everything is kept by uid (overwrite), so a second delivery changes nothing twice."""
+    for _ in range(2):
+        expect_accounts(api, [ours()])
+        expect_token(api)
+        expect_token_deleted(api)
+    sent = event("Create", props())
+    first, second = framework.send(sent), framework.send(sent)
+    assert first.ok and second.ok and first.Data == second.Data
+    assert len(http.sources) == 1 and len(http.folders) == 1
+
+
+def test_a_grafana_error_page_fails_in_one_line(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Grafana (or a proxy before it) may answer an HTML page: the reason stays one line."""
+
+    def broken(request: urllib.request.Request, timeout: float) -> Any:
+        raise urllib.error.HTTPError(
+            request.full_url,
+            502,
+            "bad gateway",
+            {},  # type: ignore[arg-type]
+            io.BytesIO(b"<html>\n<body>\n502 Bad Gateway\n</body>\n</html>"),
+        )
+
+    monkeypatch.setattr(handler.urllib.request, "urlopen", broken)
+    expect_accounts(api, [ours()])
+    expect_token(api)
+    expect_token_deleted(api)
+    answer = framework.send(event("Create", props()))
+    assert not answer.ok and answer.PhysicalResourceId == CREATE_FAILED_MARKER
+    message = answer.error or ""
+    assert one_line(message) and "HTTP 502" in message and "502 Bad Gateway" in message
+
+
+def test_an_aws_error_with_line_breaks_fails_in_one_line(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
+    api.add_client_error(
+        "list_workspace_service_accounts",
+        "AccessDeniedException",
+        "not authorized\nfor grafana:ListWorkspaceServiceAccounts",
+        http_status_code=403,
+    )
+    answer = framework.send(event("Create", props()))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "AccessDeniedException" in (answer.error or "")
+
+
+def test_the_same_delete_delivered_twice_succeeds(
+    api: Stubber, http: FakeGrafana, framework: ProviderFramework
+) -> None:
+    expect_accounts(api, [])
+    expect_accounts(api, [])
+    sent = event("Delete", props())
+    assert framework.send(sent).ok and framework.send(sent).ok
 
 
 def test_other_errors_on_delete_fail_the_resource(api: Stubber, http: FakeGrafana) -> None:

@@ -1,22 +1,32 @@
-"""The sagemaker-observability extension custom resource against a stubbed SageMaker API:
-create, update, delete, a Degraded extension, an in-progress then Active sequence, and the
-deadline that fails before the Provider's total timeout.
+"""The sagemaker-observability extension custom resource through CDK's provider framework (the
+fake in tests/support/cfn_events.py: events as CloudFormation sends them, every scalar a string)
+against a stubbed SageMaker API: create, update, delete, Degraded, an in-progress then Active
+sequence, the deadline that fails before the Provider's total timeout, and the settings sent
+as AWS documents them (facts_slurm_obs 1.3-1.7, 1.11).
 
 The handler is loaded from its asset directory by path, as Lambda runs it; botocore's Stubber
-checks every request and answer against the pinned service model.
+checks every request and answer against the pinned service model (botocore 1.44.5).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
+import botocore
 import botocore.session
 import pytest
 from botocore.stub import Stubber
+from support.cfn_events import (
+    CREATE_FAILED_MARKER,
+    ProviderFramework,
+    cfn_event,
+    one_line,
+    resolve,
+)
 from support.modules import load_module
 
 from hyperpod_cdk.observability import EXTENSION_HANDLER_DIR
@@ -32,18 +42,63 @@ EXTENSION_ARN = (
     f"arn:aws:sagemaker:{REGION}:111122223333:extension/sagemaker-observability/abcdef123456/x1y2z3"
 )
 WORKSPACE = f"arn:aws:aps:{REGION}:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef"
-CONFIG = {
-    "ampWorkspace": {
-        "arn": WORKSPACE,
-        "prometheusEndpoint": f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/"
-        "ws-0123abcd-4567-89ef-0123-456789abcdef/",
+ENDPOINT = (
+    f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/"
+    "ws-0123abcd-4567-89ef-0123-456789abcdef"
+)
+#: what the construct writes (metrics.py): the workspace, the Slurm levels, logging explicit
+CONFIG: dict[str, Any] = {
+    "ampWorkspace": {"arn": WORKSPACE, "prometheusEndpoint": ENDPOINT},
+    "metricsProvider": {
+        "nodeMetrics": {"level": "ADVANCED"},
+        "acceleratedComputeMetrics": {"level": "BASIC"},
     },
-    "metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}},
+    "logging": {"enabled": True},
 }
-CONFIG_JSON = json.dumps(CONFIG, sort_keys=True, separators=(",", ":"))
+#: what DescribeClusterExtension returns right after a create with only nodeMetrics: "every
+#: setting that you didn't specify" with its default (ExtensionDetails.ConfigurationValues)
+DEFAULTS: dict[str, Any] = {
+    "ampWorkspace": {"arn": None, "prometheusEndpoint": None},
+    "metricsProvider": {
+        "nodeMetrics": {"level": "ADVANCED"},
+        "acceleratedComputeMetrics": {"level": "BASIC"},
+    },
+    "logging": {"enabled": False},
+}
 REQUEST_ID = "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
 
 _BOTOCORE = botocore.session.get_session()
+
+
+def extension_properties(*, logging: bool, workspace_arn: str) -> dict[str, Any]:
+    """The extension's properties as HyperPodMetrics writes them (a synthesized template),
+    references resolved as CloudFormation resolves them (ServiceToken left to the fake)."""
+    import aws_cdk as cdk
+    from aws_cdk import assertions
+
+    from hyperpod_cdk.observability.metrics import RESOURCE_TYPE, HyperPodMetrics
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Metrics", env=cdk.Environment(account="111122223333", region=REGION))
+    HyperPodMetrics(
+        stack,
+        "Metrics",
+        cluster_name="research",
+        orchestrator="slurm",
+        cluster_arn=CLUSTER_ARN,
+        workspace_arn=workspace_arn,
+        levels={"nodeMetrics": "ADVANCED", "acceleratedComputeMetrics": "BASIC"},
+        logging=logging,
+    )
+    resources = assertions.Template.from_stack(stack).to_json()["Resources"]
+    (extension,) = [r for r in resources.values() if r["Type"] == RESOURCE_TYPE]
+    properties = {k: v for k, v in extension["Properties"].items() if k != "ServiceToken"}
+    resolved: dict[str, Any] = resolve(properties, {"AWS::URLSuffix": "amazonaws.com"})
+    return resolved
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 @pytest.fixture
@@ -66,29 +121,54 @@ def sagemaker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stubber]:
         stubber.assert_no_pending_responses()
 
 
+@pytest.fixture
+def framework() -> ProviderFramework:
+    return ProviderFramework(handler.on_event, handler.is_complete)
+
+
 def properties(**changes: Any) -> dict[str, Any]:
-    base = {
-        "ServiceToken": "arn:aws:lambda:us-west-2:111122223333:function:provider",
+    """The custom resource's properties as the construct writes them in the template."""
+    base: dict[str, Any] = {
         "ClusterArn": CLUSTER_ARN,
         "ExtensionName": "sagemaker-observability",
         "ExtensionVersion": "1.2.0",
-        "ConfigurationValues": CONFIG,
-        "TimeoutSeconds": "3300",
+        "ConfigurationValues": compact(CONFIG),
+        "TimeoutSeconds": 3300,
     }
     base.update(changes)
     return base
 
 
-def request(kind: str, **fields: Any) -> dict[str, Any]:
-    event = {"RequestType": kind, "RequestId": REQUEST_ID, "ResourceProperties": properties()}
-    if kind != "Create":
-        event["PhysicalResourceId"] = EXTENSION_ARN
-    event.update(fields)
-    return event
+def create(props: dict[str, Any] | None = None) -> dict[str, Any]:
+    return cfn_event(
+        "Create",
+        props or properties(),
+        request_id=REQUEST_ID,
+        resource_type="Custom::HyperPodClusterExtension",
+    )
+
+
+def update(props: dict[str, Any], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    return cfn_event(
+        "Update",
+        props,
+        old_properties=old or properties(),
+        physical_resource_id=EXTENSION_ARN,
+        request_id=REQUEST_ID,
+    )
+
+
+def delete(physical_id: str = EXTENSION_ARN) -> dict[str, Any]:
+    return cfn_event(
+        "Delete", properties(), physical_resource_id=physical_id, request_id=REQUEST_ID
+    )
 
 
 def described(
-    status: str, version: str = "1.2.0", issues: list[dict[str, Any]] | None = None
+    status: str,
+    version: str = "1.2.0",
+    issues: list[dict[str, Any]] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "ExtensionDetails": {
@@ -97,7 +177,7 @@ def described(
             "ExtensionName": "sagemaker-observability",
             "ExtensionVersion": version,
             "Status": status,
-            "ConfigurationValues": CONFIG_JSON,
+            "ConfigurationValues": compact(CONFIG if config is None else config),
         },
         "NodeSummary": {"TotalCount": 4, "ActiveCount": 4 if status == "Active" else 1},
     }
@@ -114,167 +194,460 @@ def expect_describe(stubber: Stubber, answer: dict[str, Any]) -> None:
     )
 
 
-def poll(event: dict[str, Any], deadline: float | None = None) -> dict[str, Any]:
-    merged = dict(event)
-    merged["PhysicalResourceId"] = EXTENSION_ARN
-    merged["Data"] = {"Deadline": deadline if deadline is not None else time.time() + 3300}
-    result: dict[str, Any] = handler.is_complete(merged, None)
-    return result
+def expect_create(stubber: Stubber, configuration: dict[str, Any] | None, **extra: Any) -> None:
+    request: dict[str, Any] = {
+        "ClusterArn": CLUSTER_ARN,
+        "ExtensionName": "sagemaker-observability",
+        "ExtensionVersion": "1.2.0",
+        "ClientToken": REQUEST_ID,
+        **extra,
+    }
+    if configuration is not None:
+        request["ConfigurationValues"] = compact(configuration)
+    stubber.add_response("create_cluster_extension", {"ExtensionArn": EXTENSION_ARN}, request)
+
+
+def expect_update(stubber: Stubber, request: dict[str, Any]) -> None:
+    stubber.add_response(
+        "update_cluster_extension",
+        {"ExtensionArn": EXTENSION_ARN},
+        {"ClusterArn": CLUSTER_ARN, "ExtensionArn": EXTENSION_ARN, **request},
+    )
+
+
+def settle_token(body: dict[str, Any]) -> str:
+    """The client token of the follow-up update: per request and content."""
+    token: str = handler._token(REQUEST_ID, compact(body))
+    return token
+
+
+DOCUMENTED_ONLY = {"metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}}}
+#: what the follow-up update sends once the extension returned DEFAULTS
+SETTLE = {
+    "ampWorkspace": {"arn": WORKSPACE, "prometheusEndpoint": ENDPOINT},
+    "logging": {"enabled": True},
+}
 
 
 # -- create ------------------------------------------------------------------------------------
 
 
-def test_create_sends_the_pinned_version_and_configuration(sagemaker: Stubber) -> None:
+def test_create_sends_the_version_and_only_the_documented_settings_then_the_known_rest(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """CreateClusterExtensionRequest.ConfigurationValues documents one setting (the nodeMetrics
+    example) and rejects unknown ones: Create sends only it; the rest follows once
+    DescribeClusterExtension has returned them (facts_slurm_obs 1.7)."""
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Creating", config=DEFAULTS))
+    expect_describe(sagemaker, described("Active", config=DEFAULTS))
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(SETTLE), "ClientToken": settle_token(SETTLE)}
+    )
+    expect_describe(sagemaker, described("Updating", config=DEFAULTS))
+    expect_describe(sagemaker, described("Active"))
+    answer = framework.send(create())
+    assert answer.ok, answer.Reason
+    assert answer.PhysicalResourceId == EXTENSION_ARN
+    assert answer.Data["ExtensionArn"] == EXTENSION_ARN
+    assert answer.Data["Version"] == "1.2.0"
+    # the follow-up carries a real boolean, never "true"
+    sent = framework.invocations[0][1]["ResourceProperties"]
+    assert isinstance(sent["ConfigurationValues"], str)
+
+
+def test_the_construct_configuration_reaches_the_api_with_real_booleans(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """The template as HyperPodMetrics writes it, resolved and passed the way CloudFormation
+    passes it: logging reaches UpdateClusterExtension as ``true``, not ``"true"`` (issue 31;
+    facts_slurm_obs 1.6: CloudFormation turns every scalar of a property map into a string)."""
+    props = extension_properties(logging=True, workspace_arn=WORKSPACE)
+    wanted = json.loads(props["ConfigurationValues"])
+    assert wanted["logging"] == {"enabled": True}
+    settle = {
+        "ampWorkspace": wanted["ampWorkspace"],
+        "logging": {"enabled": True},
+    }
+    config_now = {**DEFAULTS, "metricsProvider": wanted["metricsProvider"]}
+    expect_create(
+        sagemaker,
+        {"metricsProvider": {"nodeMetrics": wanted["metricsProvider"]["nodeMetrics"]}},
+        ExtensionVersion=props["ExtensionVersion"],
+    )
+    expect_describe(
+        sagemaker, described("Active", version=props["ExtensionVersion"], config=config_now)
+    )
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(settle), "ClientToken": settle_token(settle)}
+    )
+    expect_describe(
+        sagemaker, described("Active", version=props["ExtensionVersion"], config=wanted)
+    )
+    answer = framework.send(create(props))
+    assert answer.ok, answer.Reason
+    assert '"logging":{"enabled":true}' in compact(settle)
+
+
+def test_create_without_configuration_uses_the_defaults(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     sagemaker.add_response(
         "create_cluster_extension",
         {"ExtensionArn": EXTENSION_ARN},
         {
             "ClusterArn": CLUSTER_ARN,
             "ExtensionName": "sagemaker-observability",
-            "ExtensionVersion": "1.2.0",
-            "ConfigurationValues": CONFIG_JSON,
             "ClientToken": REQUEST_ID,
         },
     )
-    before = time.time()
-    answer = handler.on_event(request("Create"), None)
-    assert answer["PhysicalResourceId"] == EXTENSION_ARN
-    assert int(before) + 3300 <= answer["Data"]["Deadline"] <= time.time() + 3300
+    expect_describe(sagemaker, described("Active", config=DEFAULTS))
+    answer = framework.send(create(properties(ConfigurationValues="", ExtensionVersion="")))
+    assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
 
 
-def test_create_without_configuration_uses_the_defaults(sagemaker: Stubber) -> None:
-    sagemaker.add_response(
-        "create_cluster_extension",
-        {"ExtensionArn": EXTENSION_ARN},
-        {
-            "ClusterArn": CLUSTER_ARN,
-            "ExtensionName": "sagemaker-observability",
-            "ClientToken": REQUEST_ID,
-        },
-    )
-    event = request(
-        "Create",
-        ResourceProperties=properties(ConfigurationValues={}, ExtensionVersion=""),
-    )
-    assert handler.on_event(event, None)["PhysicalResourceId"] == EXTENSION_ARN
+def test_the_same_create_delivered_twice_creates_one_extension(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """The request id is the client token: "If you retry the request with the same client token
+    and the same parameters ... the API returns the ARN of the extension that the original
+    request created" (botocore CreateClusterExtensionRequest.ClientToken)."""
+    for _ in range(2):
+        expect_create(sagemaker, DOCUMENTED_ONLY)
+        expect_describe(sagemaker, described("Active"))
+    first, second = framework.send(create()), framework.send(create())
+    assert first.ok and second.ok
+    assert first.PhysicalResourceId == second.PhysicalResourceId == EXTENSION_ARN
 
 
-def test_create_on_a_cluster_that_has_it_already_says_what_to_do(sagemaker: Stubber) -> None:
+def test_a_map_configuration_is_refused_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """A map reaches the handler with {"enabled": "true"} (what the earlier construct sent)."""
+    answer = framework.send(create(properties(ConfigurationValues=CONFIG)))
+    assert not answer.ok
+    assert answer.PhysicalResourceId == CREATE_FAILED_MARKER
+    assert one_line(answer.error or "")
+    assert "one JSON string" in (answer.error or "")
+
+
+def test_create_on_a_cluster_that_has_it_already_says_what_to_do(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     sagemaker.add_client_error(
         "create_cluster_extension",
         "ResourceInUse",
-        "Extension sagemaker-observability already exists",
+        "Extension sagemaker-observability\nalready exists",
     )
-    with pytest.raises(handler.ExtensionFailed, match="delete-cluster-extension"):
-        handler.on_event(request("Create"), None)
+    answer = framework.send(create())
+    assert not answer.ok
+    assert "delete-cluster-extension" in (answer.error or "")
+    assert one_line(answer.error or "")
+    # CloudFormation's rollback then deletes what never existed: the framework answers it
+    assert framework.send(delete(answer.PhysicalResourceId)).ok
 
 
-def test_in_progress_then_active(sagemaker: Stubber) -> None:
+def test_an_aws_error_with_line_breaks_fails_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    sagemaker.add_client_error(
+        "create_cluster_extension", "ValidationException", "bad request:\n  ExtensionVersion"
+    )
+    answer = framework.send(create())
+    assert not answer.ok and one_line(answer.error or "")
+    assert (answer.error or "").startswith("ClientError: An error occurred (ValidationException)")
+
+
+def test_in_progress_then_active(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
     expect_describe(sagemaker, described("Creating"))
     expect_describe(sagemaker, described("Creating"))
     expect_describe(sagemaker, described("Active"))
-    event = request("Create")
-    assert poll(event) == {"IsComplete": False}
-    assert poll(event) == {"IsComplete": False}
-    done = poll(event)
-    assert done["IsComplete"] is True
-    assert done["Data"] == {"ExtensionArn": EXTENSION_ARN, "Version": "1.2.0"}
+    done = framework.send(create())
+    assert done.ok and done.polls == 3
+    assert done.Data["ExtensionArn"] == EXTENSION_ARN
+    assert done.Data["Version"] == "1.2.0"
 
 
-def test_throttled_poll_reads_again(sagemaker: Stubber) -> None:
+def test_throttled_poll_reads_again(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
     sagemaker.add_client_error("describe_cluster_extension", "ThrottlingException", "slow down")
-    assert poll(request("Create")) == {"IsComplete": False}
+    expect_describe(sagemaker, described("Active"))
+    assert framework.send(create()).polls == 2
 
 
-def test_degraded_fails_with_the_health_issues(sagemaker: Stubber) -> None:
-    issues = [
-        {
-            "Code": "AccessDenied",
-            "Message": "aps:RemoteWrite denied on the workspace",
-            "NodeCount": 3,
-        },
-        {"Code": "DependencyUnreachable", "Message": "no route to aps-workspaces", "NodeCount": 1},
-    ]
-    expect_describe(sagemaker, described("Degraded", issues=issues))
-    with pytest.raises(handler.ExtensionFailed) as failure:
-        poll(request("Create"))
-    message = str(failure.value)
-    assert message.startswith(
-        f"extension sagemaker-observability 1.2.0 on {CLUSTER_ARN} is Degraded; "
-        "active on 1 of 4 node(s); "
-    )
+ISSUES = [
+    {"Code": "AccessDenied", "Message": "aps:RemoteWrite denied on the workspace", "NodeCount": 3},
+    {"Code": "DependencyUnreachable", "Message": "no route to aps-workspaces", "NodeCount": 1},
+]
+
+
+def test_degraded_then_active_succeeds(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    """Degraded: "runs ... on some of the cluster's nodes but not all of them. Or, at least one
+    node recently reported that the extension is unhealthy" (botocore ExtensionDetails.Status):
+    a node that joins late recovers it, so it is waited for (facts_slurm_obs 1.3)."""
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Degraded", issues=ISSUES))
+    expect_describe(sagemaker, described("Active"))
+    answer = framework.send(create())
+    assert answer.ok and answer.polls == 2
+
+
+def test_degraded_at_the_deadline_fails_with_the_health_issues(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Degraded", issues=ISSUES))
+    answer = framework.send(create(properties(TimeoutSeconds=0)))
+    assert not answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
+    message = answer.error or ""
+    assert one_line(message)
+    assert f"extension {EXTENSION_ARN} is still Degraded" in message
+    assert "active on 1 of 4 node(s); " in message
     assert "AccessDenied on 3 node(s): aps:RemoteWrite denied on the workspace" in message
     assert "DependencyUnreachable on 1 node(s): no route to aps-workspaces" in message
 
 
 @pytest.mark.parametrize("status", ["CreateFailed", "UpdateFailed"])
-def test_failed_status_fails(sagemaker: Stubber, status: str) -> None:
+def test_failed_status_fails(sagemaker: Stubber, framework: ProviderFramework, status: str) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
     expect_describe(
         sagemaker,
         described(
-            status, issues=[{"Code": "InvalidConfiguration", "Message": "bad", "NodeCount": 4}]
+            status,
+            issues=[{"Code": "InvalidConfiguration", "Message": "bad\nvalue", "NodeCount": 4}],
         ),
     )
-    with pytest.raises(handler.ExtensionFailed, match=f"is {status}; .*InvalidConfiguration"):
-        poll(request("Create"))
+    answer = framework.send(create())
+    assert not answer.ok
+    assert f"is {status}; " in (answer.error or "") and "InvalidConfiguration" in (
+        answer.error or ""
+    )
+    assert one_line(answer.error or "")
 
 
-def test_deadline_fails_before_the_providers_total_timeout(sagemaker: Stubber) -> None:
+def test_deadline_fails_before_the_providers_total_timeout(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     """At the deadline (the construct sets it below the Provider's total timeout) the stack
     gets the last status, not the framework's bare 'Operation timed out'."""
+    expect_create(sagemaker, DOCUMENTED_ONLY)
     expect_describe(sagemaker, described("Creating"))
-    with pytest.raises(handler.ExtensionFailed) as failure:
-        poll(request("Create"), deadline=time.time() - 1)
-    message = str(failure.value)
+    answer = framework.send(create(properties(TimeoutSeconds=0)))
+    message = answer.error or ""
     assert f"extension {EXTENSION_ARN} is still Creating" in message
-    assert "after the wait of 3300 s" in message
+    assert "after the wait of 0 s" in message
     assert "active on 1 of 4 node(s)" in message
 
 
-def test_extension_gone_during_create_fails(sagemaker: Stubber) -> None:
+def test_extension_gone_during_create_fails(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
     sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
-    with pytest.raises(handler.ExtensionFailed, match="no longer exists"):
-        poll(request("Create"))
+    answer = framework.send(create())
+    assert not answer.ok and "no longer exists" in (answer.error or "")
+
+
+def test_a_wanted_setting_the_extension_does_not_return_fails_and_rolls_back(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """Settings beyond nodeMetrics are applied only once the service has shown it knows them;
+    one it does not return fails the resource in one line, and CloudFormation's rollback Delete
+    removes the extension (facts_slurm_obs 1.7)."""
+    without_logging = {k: v for k, v in DEFAULTS.items() if k != "logging"}
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Active", config=without_logging))
+    answer = framework.send(create())
+    assert not answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
+    message = answer.error or ""
+    assert one_line(message)
+    assert "does not offer the setting(s) logging.enabled" in message
+    assert "observability.logging: false" in message
+    expect_delete(sagemaker)
+    sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
+    assert framework.send(delete(answer.PhysicalResourceId)).ok
+
+
+def test_settings_that_never_take_fail_at_the_deadline(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Active", config=DEFAULTS))
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(SETTLE), "ClientToken": settle_token(SETTLE)}
+    )
+    answer = framework.send(create(properties(TimeoutSeconds=0)))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "is still Active with settings that still differ from the wanted ones" in (
+        answer.error or ""
+    )
+
+
+def test_an_empty_map_sets_nothing(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    """A construct given no levels writes ``metricsProvider: {}``: nothing to apply or wait for."""
+    config = {**CONFIG, "metricsProvider": {}}
+    expect_create(sagemaker, None)
+    expect_describe(sagemaker, described("Active", config=CONFIG))
+    answer = framework.send(create(properties(ConfigurationValues=compact(config))))
+    assert answer.ok and answer.polls == 1
+
+
+def test_a_setting_that_is_off_need_not_be_known(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    config = {**CONFIG, "logging": {"enabled": False}}
+    without_logging = {k: v for k, v in CONFIG.items() if k != "logging"}
+    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_describe(sagemaker, described("Active", config=without_logging))
+    assert framework.send(create(properties(ConfigurationValues=compact(config)))).ok
 
 
 # -- update ------------------------------------------------------------------------------------
 
 
-def test_update_changes_version_and_configuration_in_place(sagemaker: Stubber) -> None:
+def test_an_update_of_settings_only_sends_no_version_and_every_setting(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """UpdateClusterExtensionRequest.ExtensionVersion "must be later than the extension's
+    current version. If you omit this parameter, the extension keeps its current version";
+    ConfigurationValues: "settings that you omit are unchanged" (botocore 1.44.5), so logging
+    turned off is sent as false (facts_slurm_obs 1.4, 1.5)."""
+    new_config = {
+        **CONFIG,
+        "metricsProvider": {**CONFIG["metricsProvider"], "nodeMetrics": {"level": "BASIC"}},
+        "logging": {"enabled": False},
+    }
+    expect_describe(sagemaker, described("Active"))
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(new_config), "ClientToken": REQUEST_ID}
+    )
+    expect_describe(sagemaker, described("Active", config=new_config))
+    answer = framework.send(update(properties(ConfigurationValues=compact(new_config))))
+    assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
+
+
+def test_a_removed_setting_is_sent_as_null(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """ "A setting with the value null is removed and returns to its default value"
+    (botocore UpdateClusterExtension)."""
+    smaller = {**CONFIG, "metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}}}
+    expected = {
+        **smaller,
+        "metricsProvider": {
+            "nodeMetrics": {"level": "ADVANCED"},
+            "acceleratedComputeMetrics": {"level": None},
+        },
+    }
+    expect_describe(sagemaker, described("Active"))
+    expect_update(sagemaker, {"ConfigurationValues": compact(expected), "ClientToken": REQUEST_ID})
+    expect_describe(sagemaker, described("Active"))
+    assert framework.send(update(properties(ConfigurationValues=compact(smaller)))).ok
+
+
+def test_an_update_from_the_earlier_map_configuration_sends_real_booleans(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """A stack deployed before this fix has the configuration as a map: its old properties
+    arrive stringified ({"enabled": "true"}) and are only read for removed settings; what is
+    sent comes from the new JSON string."""
+    expect_describe(sagemaker, described("Active"))
+    expect_update(sagemaker, {"ConfigurationValues": compact(CONFIG), "ClientToken": REQUEST_ID})
+    expect_describe(sagemaker, described("Active"))
+    event = update(properties(), properties(ConfigurationValues=CONFIG))
+    assert event["OldResourceProperties"]["ConfigurationValues"]["logging"] == {"enabled": "true"}
+    assert framework.send(event).ok
+
+
+def test_update_changes_version_and_configuration_in_place(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     new_config = {**CONFIG, "metricsProvider": {"nodeMetrics": {"level": "BASIC"}}}
-    sagemaker.add_response(
-        "update_cluster_extension",
-        {"ExtensionArn": EXTENSION_ARN},
+    sent = {
+        **new_config,
+        "metricsProvider": {
+            "nodeMetrics": {"level": "BASIC"},
+            "acceleratedComputeMetrics": {"level": None},
+        },
+    }
+    expect_describe(sagemaker, described("Active"))
+    expect_update(
+        sagemaker,
         {
-            "ClusterArn": CLUSTER_ARN,
-            "ExtensionArn": EXTENSION_ARN,
             "ExtensionVersion": "1.3.0",
-            "ConfigurationValues": json.dumps(new_config, sort_keys=True, separators=(",", ":")),
+            "ConfigurationValues": compact(sent),
             "ClientToken": REQUEST_ID,
         },
     )
-    event = request(
-        "Update",
-        ResourceProperties=properties(ExtensionVersion="1.3.0", ConfigurationValues=new_config),
-        OldResourceProperties=properties(),
-    )
-    answer = handler.on_event(event, None)
-    assert answer["PhysicalResourceId"] == EXTENSION_ARN
+    expect_describe(sagemaker, described("Active", version="1.3.0", config=new_config))
+    event = update(properties(ExtensionVersion="1.3.0", ConfigurationValues=compact(new_config)))
+    answer = framework.send(event)
+    assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
 
 
-def test_update_waits_until_the_new_version_is_active(sagemaker: Stubber) -> None:
+def test_an_earlier_version_is_refused_in_one_line(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """ "You can update to a later version. You can't update to an earlier version"
+    (botocore UpdateClusterExtension): refused before any call."""
+    answer = framework.send(update(properties(ExtensionVersion="1.1.9")))
+    assert not answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
+    message = answer.error or ""
+    assert one_line(message)
+    assert "cannot go from version 1.2.0 to the earlier 1.1.9" in message
+
+
+def test_update_waits_until_the_new_version_is_active(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     """Right after the update call the extension may still read Active at the old version."""
+    expect_describe(sagemaker, described("Active"))
+    expect_update(
+        sagemaker,
+        {
+            "ExtensionVersion": "1.3.0",
+            "ConfigurationValues": compact(CONFIG),
+            "ClientToken": REQUEST_ID,
+        },
+    )
     expect_describe(sagemaker, described("Active", version="1.2.0"))
     expect_describe(sagemaker, described("Updating", version="1.3.0"))
     expect_describe(sagemaker, described("Active", version="1.3.0"))
-    event = request("Update", ResourceProperties=properties(ExtensionVersion="1.3.0"))
-    assert poll(event) == {"IsComplete": False}
-    assert poll(event) == {"IsComplete": False}
-    assert poll(event)["IsComplete"] is True
+    answer = framework.send(update(properties(ExtensionVersion="1.3.0")))
+    assert answer.ok and answer.polls == 3
 
 
-def test_update_to_another_cluster_creates_a_new_extension(sagemaker: Stubber) -> None:
+def test_a_setting_a_new_version_brings_is_applied_once_it_is_known(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """With a version change, a setting the installed version does not return is left to the
+    poll: the new version may know it."""
+    old_config = {k: v for k, v in CONFIG.items() if k != "logging"}
+    expect_describe(sagemaker, described("Active", config=old_config))
+    expect_update(
+        sagemaker,
+        {
+            "ExtensionVersion": "1.3.0",
+            "ConfigurationValues": compact(old_config),
+            "ClientToken": REQUEST_ID,
+        },
+    )
+    expect_describe(sagemaker, described("Active", version="1.3.0", config=DEFAULTS | old_config))
+    logging = {"logging": {"enabled": True}}
+    expect_update(
+        sagemaker, {"ConfigurationValues": compact(logging), "ClientToken": settle_token(logging)}
+    )
+    expect_describe(sagemaker, described("Active", version="1.3.0"))
+    event = update(
+        properties(ExtensionVersion="1.3.0"), properties(ConfigurationValues=compact(old_config))
+    )
+    assert framework.send(event).ok
+
+
+def test_update_to_another_cluster_creates_a_new_extension(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     new_arn = EXTENSION_ARN.replace("abcdef123456", "zyxwvu987654")
     sagemaker.add_response(
         "create_cluster_extension",
@@ -283,15 +656,11 @@ def test_update_to_another_cluster_creates_a_new_extension(sagemaker: Stubber) -
             "ClusterArn": OTHER_CLUSTER_ARN,
             "ExtensionName": "sagemaker-observability",
             "ExtensionVersion": "1.2.0",
-            "ConfigurationValues": CONFIG_JSON,
+            "ConfigurationValues": compact(DOCUMENTED_ONLY),
             "ClientToken": REQUEST_ID,
         },
     )
-    event = request(
-        "Update",
-        ResourceProperties=properties(ClusterArn=OTHER_CLUSTER_ARN),
-        OldResourceProperties=properties(),
-    )
+    event = update(properties(ClusterArn=OTHER_CLUSTER_ARN))
     assert handler.on_event(event, None)["PhysicalResourceId"] == new_arn
 
 
@@ -306,48 +675,58 @@ def expect_delete(stubber: Stubber) -> None:
     )
 
 
-def test_delete_then_wait_until_gone(sagemaker: Stubber) -> None:
+def test_delete_then_wait_until_gone(sagemaker: Stubber, framework: ProviderFramework) -> None:
     expect_delete(sagemaker)
     expect_describe(sagemaker, described("Deleting"))
     sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
-    event = request("Delete")
-    assert handler.on_event(event, None) == {"PhysicalResourceId": EXTENSION_ARN}
-    assert poll(event) == {"IsComplete": False}
-    assert poll(event) == {"IsComplete": True}
+    answer = framework.send(delete())
+    assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN and answer.polls == 2
 
 
-def test_delete_of_a_gone_extension_is_complete(sagemaker: Stubber) -> None:
+def test_delete_of_a_gone_extension_is_complete(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """Also the same Delete delivered twice: the second finds nothing and succeeds."""
+    expect_delete(sagemaker)
+    sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
     sagemaker.add_client_error("delete_cluster_extension", "ResourceNotFound", "no such extension")
     sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
-    event = request("Delete")
-    handler.on_event(event, None)
-    assert poll(event) == {"IsComplete": True}
+    assert framework.send(delete()).ok
+    assert framework.send(delete()).ok
 
 
-def test_delete_of_a_busy_extension_is_retried_by_the_poll(sagemaker: Stubber) -> None:
+def test_delete_of_a_busy_extension_is_retried_by_the_poll(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
     sagemaker.add_client_error("delete_cluster_extension", "ConflictException", "Creating")
     expect_describe(sagemaker, described("Active"))
     expect_delete(sagemaker)
-    event = request("Delete")
-    handler.on_event(event, None)
-    assert poll(event) == {"IsComplete": False}
+    expect_describe(sagemaker, described("Deleting"))
+    sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
+    assert framework.send(delete()).polls == 3
 
 
-def test_delete_failed_fails(sagemaker: Stubber) -> None:
+def test_delete_failed_fails(sagemaker: Stubber, framework: ProviderFramework) -> None:
+    expect_delete(sagemaker)
     expect_describe(
         sagemaker,
         described(
             "DeleteFailed", issues=[{"Code": "InternalFailure", "Message": "x", "NodeCount": 2}]
         ),
     )
-    with pytest.raises(handler.ExtensionFailed, match="DeleteFailed; .*InternalFailure"):
-        poll(request("Delete"))
+    answer = framework.send(delete())
+    assert not answer.ok
+    assert "DeleteFailed; " in (answer.error or "") and "InternalFailure" in (answer.error or "")
 
 
-def test_delete_after_a_failed_create_calls_nothing(sagemaker: Stubber) -> None:
-    event = request("Delete", PhysicalResourceId=REQUEST_ID)
-    assert handler.on_event(event, None) == {"PhysicalResourceId": REQUEST_ID}
-    assert handler.is_complete(event, None) == {"IsComplete": True}
+def test_delete_after_a_failed_create_calls_nothing(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    """A physical id the handler never made (the framework's marker, or a request id): no call."""
+    assert framework.send(delete(CREATE_FAILED_MARKER)).ok
+    answer = framework.send(delete(REQUEST_ID))
+    assert answer.ok and answer.PhysicalResourceId == REQUEST_ID
+    assert [which for which, _ in framework.invocations] == ["onEvent", "isComplete"]
 
 
 def test_long_failure_messages_are_cut_for_cloudformation() -> None:
@@ -356,3 +735,40 @@ def test_long_failure_messages_are_cut_for_cloudformation() -> None:
         issues=[{"Code": "Other", "Message": "m" * 1000, "NodeCount": 1} for _ in range(3)],
     )
     assert len(handler.failure_message(details)) == handler.MAX_MESSAGE
+
+
+# -- the Lambda runtime's boto3 ------------------------------------------------------------------
+
+
+def test_a_runtime_without_the_extension_api_fails_at_once_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, framework: ProviderFramework
+) -> None:
+    """The handler uses the runtime's boto3 (no bundled copy): where that botocore predates
+    CreateClusterExtension (botocore 1.44.5 has it; the python3.14 runtime's bundled SDK is not
+    pinned, https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html "Runtime-included SDK
+    versions"; facts_slurm_obs 1.11), the first call fails in one line naming the operation."""
+    old_model = SimpleNamespace(operation_names=["ListClusters", "DescribeCluster"])
+    monkeypatch.setattr(
+        handler.boto3,
+        "client",
+        lambda *a, **k: SimpleNamespace(meta=SimpleNamespace(service_model=old_model)),
+    )
+    handler.sagemaker_client.cache_clear()
+    try:
+        answer = framework.send(create())
+    finally:
+        handler.sagemaker_client.cache_clear()
+    message = answer.error or ""
+    assert not answer.ok and one_line(message)
+    assert message.startswith(
+        f"the Lambda runtime's botocore {botocore.__version__} has no SageMaker operation"
+        " CreateClusterExtension, UpdateClusterExtension, DeleteClusterExtension,"
+        " DescribeClusterExtension"
+    )
+
+
+def test_the_pinned_botocore_has_every_operation_the_handler_calls() -> None:
+    """The version the message names is the one the tests run with (requirements-dev.txt)."""
+    assert botocore.__version__ == handler.TESTED_BOTOCORE
+    names = set(_BOTOCORE.get_service_model("sagemaker").operation_names)
+    assert set(handler.OPERATIONS) <= names

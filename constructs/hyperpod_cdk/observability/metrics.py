@@ -34,6 +34,16 @@ workspace
 The extension API: see                          extension_handler/handler.py (botocore 1.44.5)
 ``extension_handler/handler.py``; its version
 pin: ``config/observability.py``
+A custom resource's properties reach its        cloudformation-coverage-roadmap issue #1037;
+handler with every scalar a string: the         aws/aws-cdk pull request #4000 (read
+configuration travels as one JSON string        2026-11-27)
+The extension's exporters pull from HyperPod's  awslabs/awsome-distributed-ai
+ECR registry of the region (``ecr:BatchGet      Extensions/observability/README.md §3b;
+Image``, ``ecr:GetDownloadUrlForLayer``,        whether the managed extension pulls with
+``ecr:GetAuthorizationToken``)                  the node role is not documented
+The *ClusterExtension actions' resource types   none in cfn-lint 1.58 Policies.json nor the
+                                                service authorization reference read here:
+                                                the cluster and ``extension/*`` both
 ==============================================  ==============================================
 """
 
@@ -55,6 +65,7 @@ from constructs import Construct
 
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
@@ -75,6 +86,16 @@ QUERY_INTERVAL: Final = cdk.Duration.seconds(30)
 TOTAL_TIMEOUT: Final = cdk.Duration.minutes(60)
 HANDLER_TIMEOUT_SECONDS: Final = 55 * 60
 RULE_NAMESPACE: Final = "hyperpod-alerts"
+#: the handler's calls (action names = API names, SageMaker API reference)
+EXTENSION_ACTIONS: Final = (
+    "sagemaker:CreateClusterExtension",
+    "sagemaker:UpdateClusterExtension",
+    "sagemaker:DeleteClusterExtension",
+    "sagemaker:DescribeClusterExtension",
+)
+#: the repositories of HyperPod's registry the extension's exporters come from
+#: (``hyperpod/node_exporter``, ``hyperpod/dcgm_exporter``, the EFA exporter, ...)
+EXPORTER_REPOSITORIES: Final = "hyperpod/*"
 
 _WORKSPACE_ARN_SHAPE = "arn:<partition>:aps:<region>:<account>:workspace/<id>"
 
@@ -186,7 +207,12 @@ class HyperPodMetrics(Construct):
     :param logging: Slurm: ask the extension to ship the cluster's logs too.
     :param extension_version: Slurm: the pinned extension version.
     :param node_roles: Slurm: the execution roles of the instance groups; each gets
-        ``aps:RemoteWrite`` on this workspace only, before the extension is installed.
+        ``aps:RemoteWrite`` on this workspace only and ECR pull on HyperPod's exporter
+        repositories (``hyperpod/*`` of HyperPod's registry of the region), before the extension
+        is installed.
+    :param exporter_registry_account: Slurm: the account of HyperPod's ECR registry in this
+        region; default: the facts table (``HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS``) for the stack's
+        region. No pull grant (and a warning) when neither gives one.
     :param role_path: IAM path of the roles here. :param permissions_boundary: their boundary.
 
     :ivar workspace_arn: :ivar workspace_id: :ivar prometheus_endpoint: (ends with ``/``)
@@ -211,6 +237,7 @@ class HyperPodMetrics(Construct):
         logging: bool = False,
         extension_version: str = EXTENSION_VERSION,
         node_roles: Sequence[iam.IRole] = (),
+        exporter_registry_account: str | None = None,
         role_path: str = "/",
         permissions_boundary: iam.IManagedPolicy | None = None,
     ) -> None:
@@ -269,6 +296,7 @@ class HyperPodMetrics(Construct):
                 logging=logging,
                 version=extension_version,
                 node_roles=node_roles,
+                registry_account=exporter_registry_account,
                 role_path=role_path,
             )
 
@@ -283,6 +311,7 @@ class HyperPodMetrics(Construct):
         logging: bool,
         version: str,
         node_roles: Sequence[iam.IRole],
+        registry_account: str | None,
         role_path: str,
     ) -> None:
         stack = cdk.Stack.of(self)
@@ -301,6 +330,7 @@ class HyperPodMetrics(Construct):
         )
         for role in node_roles:
             self.remote_write_policy.attach_to_role(role)
+        self.image_pull_policy = self._image_pull(cluster_name, node_roles, registry_account)
 
         code = lambda_.Code.from_asset(str(EXTENSION_HANDLER_DIR), exclude=["__pycache__", "*.pyc"])
 
@@ -326,24 +356,14 @@ class HyperPodMetrics(Construct):
             "ExtensionPolicy",
             description=f"HyperPod {cluster_name}: manage its {EXTENSION_NAME} extension",
             statements=[
+                # the resource types of these actions are in no source read here (cfn-lint's
+                # Policies.json has no *ClusterExtension action): the cluster and the extensions
+                # of this account and region both, so that Create is allowed whichever of the two
+                # IAM authorizes it on (facts_slurm_obs 1.9)
                 iam.PolicyStatement(
                     sid="ManageTheClusterExtension",
-                    actions=[
-                        "sagemaker:CreateClusterExtension",
-                        "sagemaker:UpdateClusterExtension",
-                        "sagemaker:DeleteClusterExtension",
-                        "sagemaker:DescribeClusterExtension",
-                    ],
-                    resources=[cluster_arn],
-                ),
-                iam.PolicyStatement(
-                    sid="TheExtensionItself",
-                    actions=[
-                        "sagemaker:UpdateClusterExtension",
-                        "sagemaker:DeleteClusterExtension",
-                        "sagemaker:DescribeClusterExtension",
-                    ],
-                    resources=[extensions],
+                    actions=list(EXTENSION_ACTIONS),
+                    resources=[cluster_arn, extensions],
                 ),
             ],
         )
@@ -355,9 +375,9 @@ class HyperPodMetrics(Construct):
             f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:sagemaker:{nag_region(self)}:"
             f"{nag_account(self)}:extension/*]",
             "An extension's ARN is made by CreateClusterExtension (the service authorization "
-            "reference read here names no resource type for the extension actions); the "
-            "handler may only update, describe and delete extensions of this account and "
-            "region, and creates one only on this cluster.",
+            "reference read here names no resource type for the extension actions, and "
+            "cfn-lint's Policies.json has none of them); the handler may only create, update, "
+            "describe and delete extensions of this account and region, on this cluster.",
         )
 
         self.provider = cr.Provider(
@@ -376,9 +396,9 @@ class HyperPodMetrics(Construct):
                 "arn": self.workspace_arn,
             },
             "metricsProvider": {key: {"level": level} for key, level in levels.items()},
+            # always explicit: UpdateClusterExtension keeps a setting that is left out
+            "logging": {"enabled": logging},
         }
-        if logging:
-            configuration["logging"] = {"enabled": True}
         self.extension = cdk.CustomResource(
             self,
             "Extension",
@@ -388,15 +408,83 @@ class HyperPodMetrics(Construct):
                 "ClusterArn": cluster_arn,
                 "ExtensionName": EXTENSION_NAME,
                 "ExtensionVersion": version,
-                "ConfigurationValues": configuration,
+                # one JSON string with real booleans: CloudFormation passes every scalar of a
+                # map in a custom resource's properties as a string ("true")
+                "ConfigurationValues": stack.to_json_string(configuration),
                 "TimeoutSeconds": HANDLER_TIMEOUT_SECONDS,
             },
         )
         # the nodes may write before the extension starts; the handler holds its rights first
         self.extension.node.add_dependency(self.remote_write_policy, self.handler_policy)
+        if self.image_pull_policy is not None:
+            self.extension.node.add_dependency(self.image_pull_policy)
         if self.rule_groups is not None:
             self.extension.node.add_dependency(self.rule_groups)
         self._acknowledge()
+
+    def _image_pull(
+        self, cluster_name: str, node_roles: Sequence[iam.IRole], account: str | None
+    ) -> iam.ManagedPolicy | None:
+        """ECR pull on HyperPod's exporter repositories for the node roles: AWS's Slurm
+        observability sample requires ``ecr:BatchGetImage``, ``ecr:GetDownloadUrlForLayer`` and
+        ``ecr:GetAuthorizationToken`` for the extension's images ("Without the ECR policy ... the
+        observability setup will fail"; awslabs/awsome-distributed-ai
+        Extensions/observability/README.md, facts_slurm_obs 1.13); whether the managed extension
+        pulls with the node role is not documented, so the nodes may, on ``hyperpod/*`` of that
+        one registry only."""
+        stack = cdk.Stack.of(self)
+        if account is None and not cdk.Token.is_unresolved(stack.region):
+            account = facts.HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS.get(stack.region)
+        if account is None or not node_roles:
+            if node_roles:
+                cdk.Annotations.of(self).add_warning_v2(
+                    "hyperpod-cdk:extension-image-pull",
+                    "HyperPod's exporter registry of this region is unknown (pass "
+                    "exporter_registry_account): the node roles get no ECR pull on the "
+                    "extension's exporter images",
+                )
+            return None
+        repositories = stack.format_arn(
+            service="ecr",
+            account=account,
+            resource="repository",
+            resource_name=EXPORTER_REPOSITORIES,
+        )
+        policy = iam.ManagedPolicy(
+            self,
+            "ExtensionImagePull",
+            description=f"HyperPod {cluster_name}: pull the observability extension's exporters",
+            statements=[
+                iam.PolicyStatement(
+                    sid="PullExporterImages",
+                    actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                    resources=[repositories],
+                ),
+                iam.PolicyStatement(
+                    sid="RegistryLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]
+                ),
+            ],
+        )
+        for role in node_roles:
+            policy.attach_to_role(role)
+        acknowledge(
+            policy,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken has no resource-level permissions (Service Authorization "
+            "Reference, Amazon ECR): it only issues the registry login token; the images the "
+            "nodes may pull are HyperPod's exporter repositories (hyperpod/*) of HyperPod's "
+            "registry of this region.",
+        )
+        acknowledge(
+            policy,
+            f"AwsSolutions-IAM5[Resource::arn:{nag_partition(self)}:ecr:{nag_region(self)}:"
+            f"{account}:repository/{EXPORTER_REPOSITORIES}]",
+            "The observability extension runs HyperPod's exporter images (node, DCGM, EFA), "
+            "whose repository names AWS does not list; the nodes may pull only from HyperPod's "
+            "hyperpod/* repositories of this region's registry (AWS's Slurm observability "
+            "sample grants the same pull).",
+        )
+        return policy
 
     def _acknowledge(self) -> None:
         what = "The HyperPod observability extension handler"

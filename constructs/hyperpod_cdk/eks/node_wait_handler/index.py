@@ -151,10 +151,13 @@ def list_nodes(cluster_arn: str, groups: list[str]) -> Nodes | None:
             if code in THROTTLING_CODES:
                 LOG.warning("ListClusterNodes of %s throttled (%s); next poll", cluster_arn, code)
                 return None
-            raise RuntimeError(f"ListClusterNodes of {cluster_arn} failed: {error}") from error
+            raise RuntimeError(
+                f"ListClusterNodes of {cluster_arn} failed: {_one_line(error)}"
+            ) from error
         except (EndpointConnectionError, ConnectTimeoutError) as error:
             raise RuntimeError(
-                f"cannot reach the SageMaker API to list the nodes of {cluster_arn} ({error}); "
+                f"cannot reach the SageMaker API to list the nodes of {cluster_arn}"
+                f" ({_one_line(error)}); "
                 "in a VPC the function's subnets need a NAT route or a sagemaker.api endpoint "
                 "that its security groups reach over HTTPS"
             ) from error
@@ -172,6 +175,11 @@ def list_nodes(cluster_arn: str, groups: list[str]) -> Nodes | None:
         if not token:
             return nodes
         request["NextToken"] = token
+
+
+def _one_line(error: object) -> str:
+    """An error's text on one line (the stack's failure reason)."""
+    return " ".join(str(error).split())
 
 
 def _duration(seconds: float) -> str:

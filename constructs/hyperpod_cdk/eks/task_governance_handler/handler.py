@@ -15,7 +15,9 @@ Used in regions where CloudFormation has no ``AWS::SageMaker::ClusterSchedulerCo
 Resource properties: ``Kind`` (``ClusterSchedulerConfig`` | ``ComputeQuota``) and ``Request``
 (the Create API's parameters, as JSON: CloudFormation would pass bare numbers as strings).
 
-boto3 only (it is part of the Lambda Python runtime); everything else is the standard library.
+boto3 is the Lambda runtime's; these APIs are newer than some runtimes' boto3, so the handler
+fails at once, in one line naming the missing operations, when the runtime's botocore lacks them
+(:func:`sagemaker_client`). Everything else is the standard library.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import functools
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
+import botocore  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import ClientError  # type: ignore[import-untyped]
 
@@ -34,6 +38,24 @@ LOG = logging.getLogger()
 LOG.setLevel(logging.INFO)
 
 Event = dict[str, Any]
+
+
+def one_line_errors(function: Callable[..., Event]) -> Callable[..., Event]:
+    """Keep a raised error's message on one line: the provider framework makes it the stack's
+    failure reason, and an AWS or HTTP error message may span several lines."""
+
+    @functools.wraps(function)
+    def wrapped(event: Event, context: Any = None) -> Event:
+        try:
+            return function(event, context)
+        except Exception as error:
+            text = str(error)
+            if "\n" not in text and "\r" not in text:
+                raise
+            raise RuntimeError(" ".join(f"{type(error).__name__}: {text}".split())) from error
+
+    return wrapped
+
 
 # the ids the service gives both kinds
 SERVICE_ID = re.compile(r"[a-z0-9]{12}")
@@ -49,6 +71,14 @@ FAILED = frozenset(
     }
 )
 MAX_MESSAGE = 1500
+#: the botocore release the tests run with (requirements-dev.txt); every operation the handler
+#: calls is in its SageMaker model
+TESTED_BOTOCORE = "1.44.5"
+OPERATIONS = tuple(
+    f"{verb}{kind}"
+    for kind in ("ClusterSchedulerConfig", "ComputeQuota")
+    for verb in ("Create", "Describe", "Update", "Delete")
+)
 
 
 class Api:
@@ -78,9 +108,22 @@ class Api:
 
 @functools.cache
 def sagemaker_client(region: str) -> Any:
-    """The SageMaker client of ``region``."""
+    """The SageMaker client of ``region``.
+
+    :raises RuntimeError: the Lambda runtime's botocore lacks an operation of :data:`OPERATIONS`
+        (one line naming them), instead of an AttributeError halfway through a change.
+    """
     config = Config(retries={"mode": "standard", "max_attempts": 5})
-    return boto3.client("sagemaker", region_name=region, config=config)
+    client = boto3.client("sagemaker", region_name=region, config=config)
+    offered = set(client.meta.service_model.operation_names)
+    missing = [name for name in OPERATIONS if name not in offered]
+    if missing:
+        raise RuntimeError(
+            f"the Lambda runtime's botocore {botocore.__version__} has no SageMaker operation"
+            f" {', '.join(missing)}; this handler needs a runtime whose boto3 has them (tested"
+            f" with botocore {TESTED_BOTOCORE})"
+        )
+    return client
 
 
 def _region(request: dict[str, Any]) -> str:
@@ -93,6 +136,10 @@ def _create_only(kind: str, request: dict[str, Any]) -> tuple[Any, ...]:
     return (request.get("Name"), request.get("ClusterArn"), team)
 
 
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def _not_found(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") in (
         "ResourceNotFound",
@@ -100,6 +147,7 @@ def _not_found(error: ClientError) -> bool:
     )
 
 
+@one_line_errors
 def on_event(event: Event, context: Any) -> Event:
     """Create, update or delete; ``is_complete`` waits for the result."""
     properties = event["ResourceProperties"]
@@ -133,13 +181,24 @@ def on_event(event: Event, context: Any) -> Event:
 
 
 def _create(api: Api, client: Any, request: dict[str, Any]) -> Event:
-    response = api.call(client, "create", **request)
+    try:
+        response = api.call(client, "create", **request)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "ConflictException":
+            raise
+        raise RuntimeError(
+            f"{api.kind} {request.get('Name')} already exists on {request.get('ClusterArn')}"
+            " (made outside this stack, or by an earlier delivery of this request):"
+            f" {_one_line(error.response.get('Error', {}).get('Message', ''))}; delete it"
+            f" (aws sagemaker delete-{api.snake.replace('_', '-')}) and deploy again"
+        ) from error
     return {
         "PhysicalResourceId": response[api.id_key],
         "Data": {"Arn": response[api.arn_key], "Id": response[api.id_key]},
     }
 
 
+@one_line_errors
 def is_complete(event: Event, context: Any) -> Event:
     """Complete once the status is final; a failed status raises the service's reason."""
     properties = event["ResourceProperties"]
@@ -158,7 +217,7 @@ def is_complete(event: Event, context: Any) -> Event:
         raise
     status = current.get("Status", "")
     if status in FAILED:
-        reason = current.get("FailureReason") or "no reason given"
+        reason = _one_line(current.get("FailureReason") or "no reason given")
         message = f"{api.kind} {current.get('Name', physical_id)} is {status}: {reason}"
         raise RuntimeError(message[:MAX_MESSAGE])
     if deleting:

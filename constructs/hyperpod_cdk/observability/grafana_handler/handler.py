@@ -49,6 +49,7 @@ import logging
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -71,6 +72,23 @@ GONE_CODES: Final = frozenset({"ResourceNotFoundException"})
 MAX_BODY: Final = 400
 
 Event = dict[str, Any]
+
+
+def one_line_errors(function: Callable[..., Event]) -> Callable[..., Event]:
+    """Keep a raised error's message on one line: the provider framework makes it the stack's
+    failure reason, and an AWS or HTTP error message may span several lines."""
+
+    @functools.wraps(function)
+    def wrapped(event: Event, context: Any = None) -> Event:
+        try:
+            return function(event, context)
+        except Exception as error:
+            text = str(error)
+            if "\n" not in text and "\r" not in text:
+                raise
+            raise GrafanaError(" ".join(f"{type(error).__name__}: {text}".split())) from error
+
+    return wrapped
 
 
 class GrafanaError(Exception):
@@ -176,10 +194,12 @@ class Grafana:
         except urllib.error.HTTPError as error:
             if error.code == 404 and missing_ok:
                 return None
-            text = error.read().decode("utf-8", "replace")[:MAX_BODY]
+            # one line: Grafana, or a proxy before it, may answer an HTML page
+            text = " ".join(error.read().decode("utf-8", "replace").split())[:MAX_BODY]
             raise GrafanaError(f"{method} {path}: HTTP {error.code}: {text}") from None
         except urllib.error.URLError as error:
-            raise GrafanaError(f"{method} {path}: {error.reason}") from None
+            reason = " ".join(str(error.reason).split())
+            raise GrafanaError(f"{method} {path}: {reason}") from None
         return json.loads(raw) if raw else None
 
 
@@ -276,6 +296,7 @@ def physical_id(props: Event) -> str:
     return f"{props['WorkspaceId']}/hyperpod-grafana-content"
 
 
+@one_line_errors
 def on_event(event: Event, _context: Any = None) -> dict[str, Any]:
     """Create, Update or Delete the data source and the dashboards (see the module doc)."""
     request = event["RequestType"]

@@ -59,7 +59,8 @@ def handler(event: Event, context: Any) -> None:
         answer(event, "SUCCESS", physical, "")
     except Exception as error:  # every failure becomes the stack's one-line reason
         LOG.exception("request failed")
-        answer(event, "FAILED", physical, f"{type(error).__name__}: {error}"[:MAX_REASON])
+        reason = " ".join(f"{type(error).__name__}: {error}".split())  # one line
+        answer(event, "FAILED", physical, reason[:MAX_REASON])
 
 
 def handle(event: Event, context: Any, kms: Any = None) -> str:
