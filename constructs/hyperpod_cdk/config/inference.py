@@ -26,6 +26,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from typing import TYPE_CHECKING, Annotated, Protocol
 
@@ -203,6 +204,32 @@ def default_tls_bucket_name(environment: str, account: str, region: str) -> str:
     """The TLS bucket the app creates: ``hyperpod-tls-<env>-<account>-<region>`` (the prefix
     the operator's managed policy reaches; account and region make it unique in S3)."""
     return f"{TLS_BUCKET_PREFIX}{environment}-{account}-{region}"
+
+
+# The operator's execution role: AWS's chart, installed as the add-on, refuses an executionRoleArn
+# whose role name does not start with this prefix (aws/sagemaker-hyperpod-cli@011ca927:
+# helm_chart/HyperPodHelmChart/charts/inference-operator/templates/_validateRequiredValues.tpl,
+# "executionRoleArn must have a role name with prefix 'SageMakerHyperPodInference'"), and the
+# operator's managed policy AmazonSageMakerHyperPodInferenceAccess (v3, AllowPassRoleToSageMaker)
+# passes only arn:aws:iam::*:role/SageMakerHyperPodInference*, which a role under a path
+# (role/hyperpod/...) does not match. So the role has this prefix and the path /.
+OPERATOR_ROLE_PREFIX = "SageMakerHyperPodInference"
+# IAM quotas: a role name has at most 64 characters (IAM user guide, "IAM object quotas").
+MAX_ROLE_NAME = 64
+_HASH_LENGTH = 8
+
+
+def operator_role_name(environment: str, region: str) -> str:
+    """The inference operator's execution role: ``SageMakerHyperPodInference-<env>-<region>``
+    (IAM role names are per account, so environment and region make it unique); when that
+    passes IAM's 64 characters, the environment name is cut and a hash of both appended, so
+    two environments never share a name."""
+    name = f"{OPERATOR_ROLE_PREFIX}-{environment}-{region}"
+    if len(name) <= MAX_ROLE_NAME:
+        return name
+    digest = hashlib.sha256(f"{environment}/{region}".encode()).hexdigest()[:_HASH_LENGTH]
+    room = MAX_ROLE_NAME - len(OPERATOR_ROLE_PREFIX) - len(region) - _HASH_LENGTH - 3
+    return f"{OPERATOR_ROLE_PREFIX}-{environment[:room].rstrip('-')}-{region}-{digest}"
 
 
 # -- cross-key rules --------------------------------------------------------------------------
