@@ -457,10 +457,30 @@ def test_without_inference_no_subnet_tag(build_variant: Any) -> None:
 
 
 def test_an_adopted_cluster_uses_its_named_provider(build_variant: Any) -> None:
+    """Also: a controller the cluster already runs is switched off in the add-on, as AWS's
+    troubleshooting page documents (https://docs.aws.amazon.com/sagemaker/latest/dg/
+    sagemaker-hyperpod-model-deployment-ts.html, "missing ALB Controller", Option 2:
+    alb: {enabled: false}), and gets no role; the one the add-on installs keeps its role."""
     synth = build_variant(
-        {"eks.addons.fsx_csi_driver": True, KEY: {"oidc_provider_arn": PROVIDER}},
+        {
+            "eks.addons.fsx_csi_driver": True,
+            KEY: {"oidc_provider_arn": PROVIDER, "alb_controller": "existing", "keda": "install"},
+        },
         base="eks-existing-cluster",
     )
+    values = configuration(synth)
+    assert values["alb"] == {"enabled": False}
+    keda_id, _ = role(synth, "keda")
+    assert values["keda"]["enabled"] is True
+    assert values["keda"]["auth"]["aws"]["irsa"]["roleArn"] == "${" + keda_id + ".Arn}"
+    assert not [
+        k for k in synth.resources(KIND, "AWS::IAM::Role") if k.startswith("InferenceAlbRole")
+    ]
+    assert not [
+        k
+        for k in synth.resources(KIND, "AWS::IAM::ManagedPolicy")
+        if k.startswith("InferenceAlbPolicy")
+    ]
     assert not synth.resources(KIND, "AWS::IAM::OIDCProvider")
     document, variables = trust(synth, "operator")
     assert variables == {

@@ -245,8 +245,12 @@ class HyperPodInference(Construct):
             TLS_BUCKET_PREFIX
         ):
             self._tls_access(operator, settings.tls_bucket)
-        self._alb_role()
-        self._keda_role()
+        # an existing controller (eks.addons.inference.alb_controller / keda: existing) brings
+        # its own permissions: the add-on installs none, so no role is made for it
+        if settings.installs_alb_controller:
+            self._alb_role()
+        if settings.installs_keda:
+            self._keda_role()
         gated = None
         if settings.gated_models_enabled:
             gated = self._role(
@@ -278,8 +282,8 @@ class HyperPodInference(Construct):
             execution_role_arn=operator.role_arn,
             tls_bucket=tls_name,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
-            alb_role_arn=self.roles["alb"].role_arn,
-            keda_role_arn=self.roles["keda"].role_arn,
+            alb_role_arn=self.roles["alb"].role_arn if "alb" in self.roles else None,
+            keda_role_arn=self.roles["keda"].role_arn if "keda" in self.roles else None,
             gateway_role_arn=gateway.role_arn if gateway is not None else None,
             gated_model_role_arn=gated.role_arn if gated is not None else None,
         )
