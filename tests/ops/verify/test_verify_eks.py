@@ -362,26 +362,116 @@ def test_a_busy_node_is_left_alone(aws: StubbedAws) -> None:
     assert f"hyperpod-{GPU_IDS[0]}" not in [pinned_host(p) for p in api.created("pods")]
 
 
-def test_task_governance_without_a_queue_skips_the_pod_checks(aws: StubbedAws) -> None:
-    cfg = config(**{"eks.addons.task_governance": True})
+TEAM_NS = "hyperpod-ns-research"
+GOVERNED = {
+    "eks.addons.task_governance": True,
+    "eks.task_governance": {
+        "policy": {"priority_classes": [{"name": "training", "weight": 80},
+                                        {"name": "experimentation", "weight": 50}]},
+        "teams": [{"name": "research", "quota": [{"instance_type": P5, "count": 2}]},
+                  {"name": "applied", "quota": [{"instance_type": P5, "count": 1}]}],
+    },
+}  # fmt: skip
+
+
+def governed_cluster() -> FakeKube:
+    """A task-governance cluster: HyperPod made the teams' namespaces with their quotas."""
     api = cluster()
-    run = make_run(api, aws, cfg, m5=False)
+    for team in ("research", "applied"):
+        name = f"hyperpod-ns-{team}"
+        api.add(f"/api/v1/namespaces/{name}", {"metadata": {"name": name}})
+    return api
+
+
+def test_task_governance_without_a_team_skips_the_pod_checks(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), m5=False)
     for check in ("efa", "containers", "nccl", "fsx"):
         (result,) = eks.CHECKS[check](run)
-        assert result.outcome == "skip" and "--queue" in result.detail, check
+        assert (
+            result.outcome == "skip" and "--team NAME (one of: research, applied)" in result.detail
+        ), check
         assert "eks.addons.task_governance" in result.detail
     assert api.created("pods") == [] and api.created("namespaces") == []
 
 
-def test_task_governance_with_a_queue_labels_every_workload(aws: StubbedAws) -> None:
-    cfg = config(**{"eks.addons.task_governance": True})
-    api = cluster()
-    run = make_run(api, aws, cfg, queue="hyperpod-ns-ml-localqueue", priority_class="low")
+def test_task_governance_runs_in_the_teams_namespace_through_its_local_queue(aws: StubbedAws) -> None:  # fmt: skip
+    """A LocalQueue is namespaced, and HyperPod makes hyperpod-ns-<team>-localqueue only in
+    hyperpod-ns-<team> (SageMaker developer guide, sagemaker-hyperpod-eks-operate-console-ui-
+    governance-cli; https://kueue.sigs.k8s.io/docs/concepts/local_queue/): the pods and the
+    MPIJob go there, at the policy's lowest class (experimentation -> experimentation-priority),
+    and each is removed on its own; the team's namespace stays."""
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), team="research")
     eks.CHECKS["efa"](run)
     eks.CHECKS["nccl"](run)
-    kueue = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-ml-localqueue", "kueue.x-k8s.io/priority-class": "low"}  # fmt: skip
-    for body in [*api.created("pods"), *api.created("mpijobs")]:
+    kueue = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-research-localqueue",
+             "kueue.x-k8s.io/priority-class": "experimentation-priority"}  # fmt: skip
+    posted = [(p, b) for m, p, b in api.calls if m == "POST"]
+    assert posted and all(f"/namespaces/{TEAM_NS}/" in path for path, _ in posted), posted
+    assert {path.rsplit("/", 1)[1] for path, _ in posted} == {"pods", "mpijobs"}
+    for _, body in posted:
         assert body["metadata"]["labels"] == {RUN_LABEL: RUN_ID, **kueue}
+    made = [m.by_hand for m in run.made]
+    assert f"kubectl delete mpijob {RUN_ID}-nccl-gpu-2 --namespace {TEAM_NS}" in made
+    assert sum(f"kubectl delete pod {RUN_ID}-" in m for m in made) == len(api.created("pods"))
+    assert not [m for m in made if "delete namespace" in m]
+    for item in run.made:
+        item.remove()
+    assert f"/api/v1/namespaces/{TEAM_NS}" in api.objects
+    # (the operator's launcher pod goes with its MPIJob through the garbage collector, which
+    # the fake API does not run)
+    assert [p for p in api.objects if RUN_ID in p and not p.endswith("-launcher-x7k2p")] == []
+
+
+def test_a_priority_class_of_the_policy_is_named_as_kueue_knows_it(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), team="applied", priority_class="training")
+    eks.CHECKS["efa"](run)
+    for body in api.created("pods"):
+        assert body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "training-priority"
+        assert (
+            body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+            == "hyperpod-ns-applied-localqueue"
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"team": "ops"}, "--team ops is not a team of eks.task_governance.teams (one of: research, applied)"),
+        ({"team": "research", "priority_class": "urgent"}, "--priority-class urgent is not a class of the cluster policy"),
+    ],
+)  # fmt: skip
+def test_a_team_or_class_the_config_lacks_is_a_skip(aws: StubbedAws, options: dict[str, str], fragment: str) -> None:  # fmt: skip
+    api = governed_cluster()
+    (result,) = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), m5=False, **options))
+    assert result.outcome == "skip" and fragment in result.detail
+    assert api.created("pods") == []
+
+
+def test_a_team_namespace_hyperpod_has_not_made_is_a_skip(aws: StubbedAws) -> None:
+    api = cluster()  # no team namespaces yet
+    (result,) = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), m5=False, team="research"))
+    assert result.outcome == "skip" and f"namespace {TEAM_NS} does not exist" in result.detail
+
+
+def test_cleanup_finds_a_crashed_runs_objects_in_the_team_namespaces(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    ours = {"labels": {RUN_LABEL: RUN_ID}}
+    api.add(f"/api/v1/namespaces/{TEAM_NS}/pods/{RUN_ID}-probe", {"metadata": {"name": f"{RUN_ID}-probe", **ours}})  # fmt: skip
+    api.add(f"/apis/kubeflow.org/v2beta1/namespaces/hyperpod-ns-applied/mpijobs/{RUN_ID}-nccl", {"metadata": {"name": f"{RUN_ID}-nccl", **ours}})  # fmt: skip
+    api.add(f"/api/v1/namespaces/{TEAM_NS}/pods/train-0", {"metadata": {"name": "train-0"}})
+    # without --team: every team of the config is searched
+    found = eks.leftovers(make_run(api, aws, config(**GOVERNED), m5=False))
+    assert sorted(f.by_hand for f in found) == [
+        f"kubectl delete mpijob {RUN_ID}-nccl --namespace hyperpod-ns-applied",
+        f"kubectl delete pod {RUN_ID}-probe --namespace {TEAM_NS}",
+    ]
+    for item in found:
+        item.remove()
+    assert f"/api/v1/namespaces/{TEAM_NS}/pods/train-0" in api.objects
+    assert not [p for p in api.objects if RUN_ID in p]
 
 
 # -- nccl ------------------------------------------------------------------------------------

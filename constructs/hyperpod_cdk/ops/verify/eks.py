@@ -8,14 +8,19 @@ labelled :data:`~hyperpod_cdk.ops.verify.model.RUN_LABEL`, plus a PersistentVolu
 system (cluster-scoped, labelled the same, reclaim policy ``Retain`` so that deleting it never
 deletes the file system). The namespace and the volume are registered with
 :meth:`VerifyRun.created`; deleting the namespace removes everything in it, so the objects inside
-are not registered one by one.
+are not registered one by one. On a task-governance cluster the run uses the namespace of
+``--team`` instead (``hyperpod-ns-<team>``, which HyperPod makes with the team's quota; a Kueue
+LocalQueue is namespaced, and the team's, ``hyperpod-ns-<team>-localqueue``, is only there), so
+each pod, MPIJob and claim is registered and labelled with the run id one by one, and the team's
+namespace is never deleted.
 
 Work is never disturbed: only whole idle nodes (no pod on them requests GPUs, Neuron devices or
 EFA devices) run a test, each test pod takes all of its node's GPUs and EFA devices, and no pod
 tolerates HyperPod's health taint (only the taints the config gives the group). On a
-task-governance cluster every workload carries the Kueue labels of ``--queue`` and
-``--priority-class``; without ``--queue`` there the pod checks are SKIP (their pods would wait in
-the queue until the budget ran out).
+task-governance cluster every workload carries the Kueue labels of the team's LocalQueue and of
+``--priority-class`` (default: the policy's lowest class, so a test never preempts work); without
+``--team`` there the pod checks are SKIP (their pods would wait in Kueue until the budget ran
+out).
 
 Design choices:
 
@@ -43,6 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hyperpod_cdk.config.task_governance import TaskGovernance, local_queue_of, namespace_of
 from hyperpod_cdk.ops.aws import one_line
 from hyperpod_cdk.ops.k8s import (
     Kubernetes,
@@ -83,6 +89,9 @@ ACCELERATOR_RESOURCES = (GPU, NEURON, EFA)
 # KUEUE_QUEUE_NAME_LABEL_KEY / KUEUE_WORKLOAD_PRIORITY_CLASS_LABEL_KEY, same file as above).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# HyperPod names the Kueue WorkloadPriorityClass of each policy class <name>-priority (SageMaker
+# developer guide, sagemaker-hyperpod-eks-operate-console-ui-governance-cli, "training-priority")
+PRIORITY_SUFFIX = "-priority"
 # The MPI operator's API and the labels it puts on a job's pods (kubeflow/mpi-operator v2).
 MPIJOB_API = "/apis/kubeflow.org/v2beta1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -352,27 +361,98 @@ def _nodes_passed(run: VerifyRun, group: str, running: list[Node]) -> Result:
 # -- pods: the namespace, the queue, running and reading them --------------------------------
 
 
+def _governed(run: VerifyRun) -> bool:
+    return bool(run.config.eks_settings.addons.task_governance)
+
+
+def _team_namespace(run: VerifyRun) -> str | None:
+    """``hyperpod-ns-<team>`` of ``--team`` on a task-governance cluster; None otherwise."""
+    if _governed(run) and run.options.team:
+        return namespace_of(run.options.team)
+    return None
+
+
+def _priority_classes(run: VerifyRun) -> list[tuple[str, int]]:
+    """(name, weight) of the cluster policy's classes (the config's, or AWS's five)."""
+    governance = run.config.eks_settings.task_governance or TaskGovernance()
+    return [(p.name, p.weight) for p in governance.policy.priority_classes]
+
+
+def _priority_class(run: VerifyRun) -> str | None:
+    """The class the test workloads run at: ``--priority-class`` (``training`` or
+    ``training-priority``), else the policy's lowest, so a test never preempts a team's work."""
+    if run.options.priority_class:
+        return run.options.priority_class.removesuffix(PRIORITY_SUFFIX)
+    classes = _priority_classes(run)
+    return min(classes, key=lambda c: c[1])[0] if classes else None
+
+
 def _pods_blocked(run: VerifyRun) -> str | None:
-    """Why no test pod may start on this cluster (task governance without ``--queue``)."""
-    if run.config.eks_settings.addons.task_governance and not run.options.queue:
+    """Why no test pod may start on this cluster (task governance without a usable ``--team``)."""
+    if not _governed(run):
+        return None
+    governance = run.config.eks_settings.task_governance
+    teams = [t.name for t in governance.teams] if governance else []
+    known = f" (one of: {', '.join(teams)})" if teams else ""
+    team = run.options.team
+    if not team:
         return (
-            "task governance is on (eks.addons.task_governance): test pods would wait in Kueue; "
-            "give its LocalQueue in the run's namespace with --queue"
+            "task governance is on (eks.addons.task_governance): test pods would wait in Kueue "
+            f"without a LocalQueue; give the team they run as with --team NAME{known}"
+        )
+    if teams and team not in teams:
+        return f"--team {team} is not a team of eks.task_governance.teams{known}"
+    classes = [name for name, _ in _priority_classes(run)]
+    wanted = _priority_class(run)
+    if wanted is not None and wanted not in classes:
+        return (
+            f"--priority-class {run.options.priority_class} is not a class of the cluster "
+            f"policy (eks.task_governance.policy.priority_classes: {', '.join(classes)})"
+        )
+    namespace = namespace_of(team)
+    if _client(run).get(f"/api/v1/namespaces/{namespace}") is None:
+        return (
+            f"namespace {namespace} does not exist: HyperPod makes it with team {team}'s compute "
+            "quota (eks.task_governance.teams); deploy the quota first"
         )
     return None
 
 
 def _queue_labels(run: VerifyRun) -> dict[str, str]:
+    """The team's LocalQueue and the priority class (``<class>-priority``, as HyperPod names
+    the Kueue WorkloadPriorityClass of each policy class)."""
     labels: dict[str, str] = {}
-    if run.config.eks_settings.addons.task_governance and run.options.queue:
-        labels[QUEUE_LABEL] = run.options.queue
-        if run.options.priority_class:
-            labels[PRIORITY_LABEL] = run.options.priority_class
+    if _team_namespace(run) is not None and run.options.team:
+        labels[QUEUE_LABEL] = local_queue_of(run.options.team)
+        priority = _priority_class(run)
+        if priority:
+            labels[PRIORITY_LABEL] = f"{priority}{PRIORITY_SUFFIX}"
     return labels
 
 
+def _made_in(run: VerifyRun, client: Kubernetes, path: str, kind: str) -> None:
+    """Register an object made in the team's namespace (the run's own is deleted whole)."""
+    if _team_namespace(run) is not None:
+        run.created(*_object_removal(client, path, kind))
+
+
+def _object_removal(
+    client: Kubernetes, path: str, kind: str
+) -> tuple[str, Callable[[], None], str]:
+    namespace, name = path.split("/namespaces/", 1)[1].split("/")[0], path.rsplit("/", 1)[1]
+    return (
+        f"Kubernetes {kind} {namespace}/{name}",
+        lambda: client.delete(path, {"propagationPolicy": "Background"}),
+        f"kubectl delete {kind.lower()} {name} --namespace {namespace}",
+    )
+
+
 def _ensure_namespace(run: VerifyRun) -> str:
-    """The run's namespace (``<run id>``, labelled with it), made and registered once."""
+    """The run's namespace: the team's (``--team``, made by HyperPod, never deleted here), or
+    ``<run id>`` (labelled with it), made and registered once."""
+    team_namespace = _team_namespace(run)
+    if team_namespace is not None:
+        return team_namespace
     client, name = _client(run), run.run_id
     if client.get(f"/api/v1/namespaces/{name}") is not None:
         return name
@@ -518,7 +598,8 @@ def _run_pods(run: VerifyRun, specs: list[PodSpec], deadline: float) -> dict[str
     seconds = _seconds_left(run, deadline)
     for spec in specs:
         with contextlib.suppress(KubernetesConflict):  # started already by this run
-            client.post(base, _pod_body(run, spec, seconds))
+            if client.post(base, _pod_body(run, spec, seconds)) is not None:
+                _made_in(run, client, f"{base}/{spec.name}", "Pod")
     waiting = {spec.name for spec in specs}
     states: dict[str, dict[str, Any]] = {}
     while True:
@@ -934,6 +1015,7 @@ def _run_mpijob(run: VerifyRun, body: dict[str, Any], deadline: float) -> JobRun
     base = f"{MPIJOB_API}/namespaces/{namespace}/mpijobs"
     if client.post(base, body) is None:
         return None
+    _made_in(run, client, f"{base}/{name}", "MPIJob")
     state = "Created"
     while True:
         job = client.get(f"{base}/{name}") or {}
@@ -1152,7 +1234,8 @@ def _claim(run: VerifyRun, facts: aws_checks.FsxFacts) -> str:
     path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     if client.get(f"{path}/{name}") is None:
         with contextlib.suppress(KubernetesConflict):
-            client.post(path, claim)
+            if client.post(path, claim) is not None:
+                _made_in(run, client, f"{path}/{name}", "PersistentVolumeClaim")
     return name
 
 
@@ -1350,8 +1433,18 @@ CHECKS: dict[str, Check] = {
 # -- leftovers and file access -------------------------------------------------------------
 
 
+# what a run makes in a team's namespace, by API list path and kind
+_TEAM_OBJECTS = (
+    (MPIJOB_API, "mpijobs", "MPIJob"),
+    ("/api/v1", "pods", "Pod"),
+    ("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+)
+
+
 def leftovers(run: VerifyRun) -> list[Created]:
-    """The namespaces and PersistentVolumes labelled with ``run.run_id`` (``--cleanup``)."""
+    """What is labelled with ``run.run_id`` (``--cleanup``): the run's namespace and
+    PersistentVolume, and the MPIJobs, pods and claims it made in a team's namespace (the
+    ``--team`` one, else every team of ``eks.task_governance``)."""
     client = _client(run)
     selector = label_selector({RUN_LABEL: run.run_id})
     found: list[Created] = []
@@ -1359,7 +1452,23 @@ def leftovers(run: VerifyRun) -> list[Created]:
         found.append(Created(*_volume_removal(client, item["metadata"]["name"])))
     for item in client.items("/api/v1/namespaces", selector):
         found.append(Created(*_namespace_removal(client, item["metadata"]["name"])))
+    for namespace in _team_namespaces(run):
+        for api, plural, kind in _TEAM_OBJECTS:
+            base = f"{api}/namespaces/{namespace}/{plural}"
+            for item in client.items(base, selector):
+                found.append(
+                    Created(*_object_removal(client, f"{base}/{item['metadata']['name']}", kind))
+                )
     return found
+
+
+def _team_namespaces(run: VerifyRun) -> list[str]:
+    if not _governed(run):
+        return []
+    if run.options.team:
+        return [namespace_of(run.options.team)]
+    governance = run.config.eks_settings.task_governance
+    return [namespace_of(t.name) for t in governance.teams] if governance else []
 
 
 class PodFsx:
