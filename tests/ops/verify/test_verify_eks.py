@@ -476,6 +476,34 @@ def test_cleanup_finds_a_crashed_runs_objects_in_the_team_namespaces(aws: Stubbe
 
 # -- nccl ------------------------------------------------------------------------------------
 
+# The MPIJob fields of the operator the chart installs, mpi-operator v0.5.0 (kubeflow/mpi-operator
+# @7c625160 (tag v0.5.0): deploy/v2beta1/mpi-operator.yaml, the v2beta1 CRD; the
+# launcherCreationPolicy enum from pkg/apis/kubeflow/v2beta1/types.go). The API server prunes or
+# (strict field validation) refuses any other field. Checked 2026-11-27 also against that CRD's
+# whole schema, pod templates included, with unknown fields refused: no error.
+MPIJOB_SPEC_FIELDS = {"launcherCreationPolicy", "mpiImplementation", "mpiReplicaSpecs",
+                      "runLauncherAsWorker", "runPolicy", "slotsPerWorker", "sshAuthMountPath"}  # fmt: skip
+RUN_POLICY_FIELDS = {"activeDeadlineSeconds", "backoffLimit", "cleanPodPolicy", "schedulingPolicy",
+                     "suspend", "ttlSecondsAfterFinished"}  # fmt: skip
+REPLICA_SPEC_FIELDS = {"replicas", "restartPolicy", "template"}
+LAUNCHER_CREATION_POLICIES = {"AtStartup", "WaitForWorkersReady"}
+CLEAN_POD_POLICIES = {"All", "Running", "None"}
+
+
+def test_the_mpijob_uses_only_fields_the_installed_operator_knows(aws: StubbedAws) -> None:
+    api = cluster()
+    eks.CHECKS["nccl"](make_run(api, aws))
+    (job,) = api.created("mpijobs")
+    spec = job["spec"]
+    assert set(spec) <= MPIJOB_SPEC_FIELDS
+    assert set(spec["runPolicy"]) <= RUN_POLICY_FIELDS
+    assert spec["launcherCreationPolicy"] in LAUNCHER_CREATION_POLICIES
+    assert spec["runPolicy"]["cleanPodPolicy"] in CLEAN_POD_POLICIES
+    assert set(spec["mpiReplicaSpecs"]) == {"Launcher", "Worker"}
+    for replica in spec["mpiReplicaSpecs"].values():
+        assert set(replica) <= REPLICA_SPEC_FIELDS
+        assert set(replica["template"]) <= {"metadata", "spec"}
+
 
 def test_nccl_runs_an_mpijob_on_two_idle_nodes_and_passes_with_figures(aws: StubbedAws) -> None:
     api = cluster()
