@@ -424,6 +424,17 @@ def test_task_governance_runs_in_the_teams_namespace_through_its_local_queue(aws
     assert [p for p in api.objects if RUN_ID in p and not p.endswith("-launcher-x7k2p")] == []
 
 
+def test_a_team_pod_kueue_holds_names_the_team_namespace_and_its_workloads(aws: StubbedAws) -> None:  # fmt: skip
+    api = governed_cluster()
+    api.on_pod = lambda pod: PodScript(phase="Pending")
+    results = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), team="research"))
+    failures = [r for r in results if r.outcome == "fail"]
+    assert failures
+    for result in failures:
+        assert f"kubectl -n {TEAM_NS} describe pod {RUN_ID}-" in (result.fix or "")
+        assert f"kubectl -n {TEAM_NS} get workloads" in (result.fix or "")
+
+
 def test_a_priority_class_of_the_policy_is_named_as_kueue_knows_it(aws: StubbedAws) -> None:
     api = governed_cluster()
     run = make_run(api, aws, config(**GOVERNED), team="applied", priority_class="training")

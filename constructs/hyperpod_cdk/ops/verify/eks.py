@@ -430,6 +430,22 @@ def _queue_labels(run: VerifyRun) -> dict[str, str]:
     return labels
 
 
+def _namespace_of_run(run: VerifyRun) -> str:
+    """Where the run's pods are: the team's namespace, else ``<run id>``."""
+    return _team_namespace(run) or run.run_id
+
+
+def _admission_hint(run: VerifyRun) -> str:
+    """On a team run: where Kueue says why a workload waits (quota, priority)."""
+    namespace = _team_namespace(run)
+    if namespace is None:
+        return ""
+    return (
+        f"; or Kueue has not admitted it: kubectl -n {namespace} get workloads (the team's "
+        "quota may be in use, or --priority-class too low to borrow)"
+    )
+
+
 def _made_in(run: VerifyRun, client: Kubernetes, path: str, kind: str) -> None:
     """Register an object made in the team's namespace (the run's own is deleted whole)."""
     if _team_namespace(run) is not None:
@@ -657,11 +673,12 @@ def _pod_failure(check: str, run: VerifyRun, pod: PodRun, subject: str, seconds:
         )
     elif pod.phase == "Pending":
         fix = (
-            f"kubectl -n {run.run_id} describe pod {pod.name}: the node's GPUs or EFA devices "
-            "may be taken, or a taint the config does not name keeps the pod off"
+            f"kubectl -n {_namespace_of_run(run)} describe pod {pod.name}: the node's GPUs or "
+            "EFA devices may be taken, or a taint the config does not name keeps the pod off"
+            + _admission_hint(run)
         )
     else:
-        fix = f"kubectl -n {run.run_id} logs {pod.name} (before the run's clean-up)"
+        fix = f"kubectl -n {_namespace_of_run(run)} logs {pod.name} (before the run's clean-up)"
     state = f"{pod.phase}: {pod.reason}" if pod.reason else pod.phase
     if pod.finished:  # without its figures: a crash, or its own deadline while starting
         detail = f"pod {pod.name} ended without its figures ({state})"
@@ -1134,15 +1151,15 @@ def _nccl_gated(
         return failed(
             "nccl",
             f"the MPIJob on {names} did not finish within {seconds} s ({job.state}); it was deleted",
-            f"kubectl -n {run.run_id} get pods -o wide during a run: an image pull or a worker "
-            "that cannot start (EFA devices taken) holds it",
+            f"kubectl -n {_namespace_of_run(run)} get pods -o wide during a run: an image pull "
+            "or a worker that cannot start (EFA devices taken) holds it" + _admission_hint(run),
             group,
         )
     if not job.log:
         return failed(
             "nccl",
             f"the MPIJob on {names} ended {job.state} without a launcher log",
-            f"kubectl -n {run.run_id} describe mpijob during a run",
+            f"kubectl -n {_namespace_of_run(run)} describe mpijob during a run",
             group,
         )
     decision = gates.decide_nccl(gate, parsers.parse_nccl(job.log))
@@ -1150,7 +1167,8 @@ def _nccl_gated(
         return failed(
             "nccl",
             f"the MPIJob on {names} ended {job.state} after: {decision.detail}",
-            f"read the launcher's log: kubectl -n {run.run_id} logs -l {JOB_ROLE_LABEL}=launcher",
+            f"read the launcher's log: kubectl -n {_namespace_of_run(run)} logs -l "
+            f"{JOB_ROLE_LABEL}=launcher",
             group,
             **decision.figures,
         )
