@@ -248,6 +248,28 @@ def test_fewer_gpus_allocatable_than_the_type_has_fails(aws: StubbedAws) -> None
     assert failure.figures == {"allocatable": 7, "expected": 8}
 
 
+def test_a_type_off_the_charts_efa_list_is_named_with_the_key_that_adds_it(aws: StubbedAws) -> None:  # fmt: skip
+    """ml.g7's EFA support is unconfirmed before the deploy (config/facts.py
+    EFA_UNCONFIRMED_TYPES): when EC2 says the type has EFA but no plugin runs there, the fix is
+    the chart list's config key, not the plugin switch. (The EC2 answer is this test's input.)"""
+    g7 = {**G6E_48XLARGE, "InstanceType": "g7.48xlarge"}
+    described(aws, "ml.g7.48xlarge", g7)
+    api = FakeKube()
+    api.add_node(GPU_IDS[0], "g7", "ml.g7.48xlarge", allocatable={"nvidia.com/gpu": "8"})
+    cfg = environment("eks-minimal", {"cluster.instance_groups": [{"name": "g7", "instance_type": "ml.g7.48xlarge", "count": 1}]})  # fmt: skip
+    clock = Clock()
+    run = VerifyRun(config=cfg, clients=aws, run_id=RUN_ID, options=Options(),
+                    cluster={"ClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123def456"},
+                    nodes=[Node("g7", GPU_IDS[0], "ml.g7.48xlarge", "Running")],
+                    kubernetes=Kubernetes(api), clock=clock, sleep=clock.sleep)  # fmt: skip
+    (failure,) = [r for r in eks.CHECKS["nodes"](run) if r.failed]
+    assert "0 vpc.amazonaws.com/efa allocatable, ml.g7.48xlarge has 4" in failure.detail
+    assert failure.fix == (
+        "add ml.g7.48xlarge to eks.chart_values.extra_instance_types.efa: the dependency "
+        "chart's list lacks it, so its device plugin does not run there"
+    )
+
+
 def test_a_running_instance_that_never_joined_fails(aws: StubbedAws) -> None:
     api = cluster(gpu_ids=GPU_IDS[:2])
     (failure,) = [r for r in eks.CHECKS["nodes"](make_run(api, aws)) if r.failed]

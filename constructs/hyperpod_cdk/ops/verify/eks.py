@@ -309,17 +309,43 @@ def _node_problem(run: VerifyRun, node: Node, kube: KubeNode | None) -> Result |
     for resource, wanted, plugin in _device_resources(facts):
         have = _count(kube.allocatable.get(resource, 0))
         if have < wanted and facts is not None:
+            off_list = _off_chart_list(run, node.instance_type, plugin)
             return failed(
                 "nodes",
                 f"node {kube.name} has {have} {resource} allocatable, {node.instance_type} has "
                 f"{wanted} ({instance_types.source_note(facts, 'devices')})",
-                f"check the device plugin pod on the node (kubectl -n kube-system get pods -o wide "
-                f"--field-selector spec.nodeName={kube.name}) and eks.dependencies.{plugin}",
+                f"add {node.instance_type} to {off_list}: the dependency chart's list lacks it, "
+                "so its device plugin does not run there"
+                if off_list
+                else f"check the device plugin pod on the node (kubectl -n kube-system get pods "
+                f"-o wide --field-selector spec.nodeName={kube.name}) and "
+                f"eks.dependencies.{plugin}",
                 subject,
                 allocatable=have,
                 expected=wanted,
             )
     return None
+
+
+# a device plugin's instance-type list in the dependency chart, and the config key that extends it
+_CHART_LISTS = {
+    "nvidia_device_plugin": ("nvidiaGpu", "nvidia_gpu"),
+    "neuron_device_plugin": ("neuron", "neuron"),
+    "efa_device_plugin": ("efa", "efa"),
+}
+
+
+def _off_chart_list(run: VerifyRun, instance_type: str, plugin: str) -> str | None:
+    """The ``eks.chart_values.extra_instance_types`` key to add ``instance_type`` to when the
+    chart's list for ``plugin`` lacks it (a type such as ml.g7 whose EFA no source confirmed
+    before the deploy); None when it is on the list."""
+    from hyperpod_cdk.eks import chart  # pure data (values.yaml)
+
+    kind, key = _CHART_LISTS[plugin]
+    extra = getattr(run.config.eks_settings.chart_values.extra_instance_types, key)
+    if instance_type in chart.instance_types(kind) or instance_type in extra:
+        return None
+    return f"eks.chart_values.extra_instance_types.{key}"
 
 
 def _device_resources(facts: gates.InstanceFacts | None) -> list[tuple[str, int, str]]:
