@@ -107,12 +107,6 @@ def test_autoscaling_without_node_pools_warns_that_nothing_scales() -> None:
             id="gpus-limit-required",
         ),
         pytest.param(
-            {f"{G}[2].capacity_type": "spot"},
-            f"{G}[2].capacity_type",
-            "on-demand capacity only",
-            id="spot-in-pool",
-        ),
-        pytest.param(
             {
                 f"{G}[2].training_plan_arn": (
                     "arn:aws:sagemaker:us-west-2:111122223333:training-plan/plan"
@@ -207,3 +201,24 @@ def test_a_team_quota_past_an_autoscaled_type_names_the_node_pool_limit() -> Non
         "eks.task_governance.teams[0].quota[0].count",
         "the groups autoscale (node pool burst: nvidia.com/gpu 8)",
     )
+
+
+def test_spot_groups_are_allowed_in_a_node_pool() -> None:
+    """AWS's spot page (https://docs.aws.amazon.com/sagemaker/latest/dg/
+    sagemaker-hyperpod-spot-instance.html, "Karpenter based Autoscaling"): a HyperpodNodeClass
+    lists spot groups; Karpenter prefers them and falls back to the on-demand ones."""
+    changes = scaling(
+        **{
+            f"{G}[2].capacity_type": "spot",
+            f"{G}[3]": {"name": "burst-od", "instance_type": "ml.g5.8xlarge", "count": 0},
+            "cluster.node_pools": [pool(groups=("burst", "burst-od"))],
+        }
+    )
+    assert errors(changes) == []
+    assert not [w for w in warnings(changes) if "spot" in w.message]
+
+
+def test_a_pool_of_spot_groups_only_is_a_warning() -> None:
+    changes = scaling(**{f"{G}[2].capacity_type": "spot"})
+    assert errors(changes) == []
+    assert_issue(warnings(changes), "cluster.node_pools[0].instance_groups", "nothing takes over")

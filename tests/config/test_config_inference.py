@@ -105,7 +105,7 @@ def test_inference_turns_the_fsx_driver_on_without_a_file_system() -> None:
 
 
 def test_an_adopted_cluster_needs_eks_addons_for_inference() -> None:
-    cfg = config(adopted(oidc_provider_arn=PROVIDER))
+    cfg = config(adopted(oidc_provider_arn=PROVIDER, alb_controller="install", keda="install"))
     assert cfg.needs_eks_addons
 
 
@@ -194,7 +194,39 @@ def test_a_default_tls_bucket_name_over_63_characters() -> None:
 
 def test_an_adopted_cluster_must_name_its_oidc_provider() -> None:
     assert_issue(errors(adopted()), f"{KEY}.oidc_provider_arn", "needs its IAM OIDC provider")
-    assert errors(adopted(oidc_provider_arn=PROVIDER)) == []
+    assert (
+        errors(adopted(oidc_provider_arn=PROVIDER, alb_controller="install", keda="existing")) == []
+    )
+
+
+@pytest.mark.parametrize("key", ["alb_controller", "keda"])
+def test_an_adopted_cluster_must_say_whether_it_runs_the_controller(key: str) -> None:
+    """AWS documents alb/keda {enabled: false} for a cluster that already runs them (SageMaker
+    developer guide, https://docs.aws.amazon.com/sagemaker/latest/dg/
+    sagemaker-hyperpod-model-deployment-ts.html, "missing ALB Controller" / "missing KEDA
+    operator", Option 2); a second copy collides with the cluster's, so the choice is explicit."""
+    other = "keda" if key == "alb_controller" else "alb_controller"
+    found = errors(adopted(oidc_provider_arn=PROVIDER, **{other: "install"}))
+    assert [i.path for i in found] == [f"{KEY}.{key}"]
+    assert_issue(found, f"{KEY}.{key}", "must say whether it already runs")
+    assert f"config error: {KEY}.{key}: an adopted cluster" in str(found[0])
+    assert errors(adopted(oidc_provider_arn=PROVIDER, **{other: "install", key: "existing"})) == []
+
+
+def test_a_created_cluster_installs_both_controllers_by_default() -> None:
+    settings = config({KEY: True}).eks_settings.addons.inference_settings
+    assert settings is not None
+    assert settings.installs_alb_controller and settings.installs_keda
+
+
+@pytest.mark.parametrize("key", ["alb_controller", "keda"])
+def test_existing_on_a_created_cluster_is_an_error(key: str) -> None:
+    assert_issue(errors({KEY: {key: "existing"}}), f"{KEY}.{key}", "applies only to an adopted")
+    assert errors({KEY: {key: "install"}}) == []
+
+
+def test_the_controller_choice_takes_install_or_existing() -> None:
+    assert_issue(errors({KEY: {"keda": "managed"}}), f"{KEY}.keda", "'install' or 'existing'")
 
 
 def test_a_created_cluster_takes_no_oidc_provider() -> None:

@@ -37,6 +37,8 @@ NVIDIA_GPU_TYPES = sorted([
     "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge", "ml.p6e-gb200.36xlarge",
 ])  # fmt: skip
 HEALTH_AGENT_NVIDIA_TYPES = NVIDIA_GPU_TYPES
+# DIFFERENCES["instance_types.nvidia"]
+ADDED_NVIDIA_TYPES = [*_sizes("g4dn", *_G_SIZES[:6]), *_sizes("g7", "2xlarge", "4xlarge", "8xlarge", "12xlarge", "24xlarge", "48xlarge")]  # fmt: skip
 
 # charts/health-monitoring-agent, DaemonSet health-monitoring-agent-non-nvidia
 HEALTH_AGENT_NEURON_TYPES = sorted([
@@ -64,6 +66,9 @@ EFA_TYPES = sorted([
     "ml.r7i.48xlarge", "ml.trn1.32xlarge", "ml.trn1n.32xlarge", "ml.trn2.3xlarge",
     "ml.trn2.48xlarge",
 ])  # fmt: skip
+
+# DIFFERENCES["instance_types.efa"]
+ADDED_EFA_TYPES = _sizes("g4dn", "8xlarge", "12xlarge", "16xlarge")
 
 HEALTH = {"key": "sagemaker.amazonaws.com/node-health-status", "operator": "Equal",
           "value": "Unschedulable", "effect": "NoSchedule"}  # fmt: skip
@@ -259,6 +264,12 @@ DIFFERENCES = {
     "images.mpi_operator": "0.5.0, the immutable release tag of the moving tag 0.5",
     "instance_types.neuron": "ml.trn2.3xlarge added: it has Neuron devices, and the agent and EFA "
     "lists of the same chart carry it",
+    "instance_types.nvidia": "ml.g4dn.* and ml.g7.* added to the NVIDIA plugin's and the agent's "
+    "list: HyperPod offers them (botocore ClusterInstanceType) and AWS adds them in PR #434/#435 "
+    "(G4dn) and #447 (G7), open when read; PR #443 (merged) gives the agent G7 support",
+    "instance_types.efa": "ml.g4dn.8xlarge, 12xlarge and 16xlarge added: the EFA sizes the EFA "
+    "plugin's own chart lists (aws/eks-charts@050f81ee stable/aws-efa-k8s-device-plugin/"
+    "values.yaml); AWS's PR #434 adds G4dn",
     "tolerations": "every pod also tolerates the health taint and CriticalAddonsOnly (the training "
     "operator in AWS's chart tolerates nothing, so it cannot run on tainted system nodes)",
 }

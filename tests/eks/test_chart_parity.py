@@ -36,10 +36,17 @@ def test_the_table_names_its_source_commit() -> None:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("nvidia-device-plugin-daemonset", aws.NVIDIA_GPU_TYPES),
-        ("health-monitoring-agent", aws.HEALTH_AGENT_NVIDIA_TYPES),
+        # the differences aws.DIFFERENCES["instance_types.nvidia"] and ["instance_types.efa"]
+        (
+            "nvidia-device-plugin-daemonset",
+            sorted([*aws.NVIDIA_GPU_TYPES, *aws.ADDED_NVIDIA_TYPES]),
+        ),
+        (
+            "health-monitoring-agent",
+            sorted([*aws.HEALTH_AGENT_NVIDIA_TYPES, *aws.ADDED_NVIDIA_TYPES]),
+        ),
         ("health-monitoring-agent-non-nvidia", aws.HEALTH_AGENT_NEURON_TYPES),
-        ("aws-efa-k8s-device-plugin-daemonset", aws.EFA_TYPES),
+        ("aws-efa-k8s-device-plugin-daemonset", sorted([*aws.EFA_TYPES, *aws.ADDED_EFA_TYPES])),
         # the one difference (aws.DIFFERENCES["instance_types.neuron"])
         ("neuron-device-plugin-daemonset", sorted([*aws.NEURON_TYPES, "ml.trn2.3xlarge"])),
     ],

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from stack_testkit import DELETE, depends_on
 
+from hyperpod_cdk.config.inference import MAX_ROLE_NAME, operator_role_name
 from hyperpod_cdk.eks import versions
 from hyperpod_cdk.eks.inference import (
     INFERENCE,
@@ -284,6 +285,36 @@ def test_the_managed_policies(full: Any) -> None:
         assert arns == [f"arn:${{AWS::Partition}}:iam::aws:policy/{policy}"], key
 
 
+def test_the_operator_role_is_named_for_the_addon_and_its_managed_policy(full: Any) -> None:
+    """AWS's chart, installed as the add-on, fails unless the execution role's name starts with
+    SageMakerHyperPodInference (aws/sagemaker-hyperpod-cli@011ca927:helm_chart/HyperPodHelmChart/
+    charts/inference-operator/templates/_validateRequiredValues.tpl), and the operator's managed
+    policy passes only role/SageMakerHyperPodInference* (AWS managed policy reference,
+    https://docs.aws.amazon.com/aws-managed-policy/latest/reference/
+    AmazonSageMakerHyperPodInferenceAccess.html, v3 AllowPassRoleToSageMaker): so the name, and
+    the path / although eks-full sets iam.role_path /hyperpod/ (the other roles keep it)."""
+    _, resource = role(full, "operator")
+    assert resource["Properties"]["RoleName"] == "SageMakerHyperPodInference-eks-full-us-west-2"
+    assert resource["Properties"]["Path"] == "/"
+    _, alb = role(full, "alb")
+    assert alb["Properties"]["Path"] == "/hyperpod/"
+    assert "RoleName" not in alb["Properties"]
+
+
+def test_the_operator_role_name_fits_iam_and_stays_unique() -> None:
+    """IAM role names: at most 64 characters (IAM user guide, IAM object quotas)."""
+    longest = "e" * 31 + "x"
+    names = {
+        operator_role_name(env, region)
+        for env in (longest, longest[:-1] + "y", "eks-full")
+        for region in ("us-west-2", "ap-southeast-3")
+    }
+    assert len(names) == 6
+    for name in names:
+        assert name.startswith("SageMakerHyperPodInference-"), name
+        assert len(name) <= MAX_ROLE_NAME, name
+
+
 # -- the S3 CSI driver's policy -------------------------------------------------------------------
 
 
@@ -426,10 +457,30 @@ def test_without_inference_no_subnet_tag(build_variant: Any) -> None:
 
 
 def test_an_adopted_cluster_uses_its_named_provider(build_variant: Any) -> None:
+    """Also: a controller the cluster already runs is switched off in the add-on, as AWS's
+    troubleshooting page documents (https://docs.aws.amazon.com/sagemaker/latest/dg/
+    sagemaker-hyperpod-model-deployment-ts.html, "missing ALB Controller", Option 2:
+    alb: {enabled: false}), and gets no role; the one the add-on installs keeps its role."""
     synth = build_variant(
-        {"eks.addons.fsx_csi_driver": True, KEY: {"oidc_provider_arn": PROVIDER}},
+        {
+            "eks.addons.fsx_csi_driver": True,
+            KEY: {"oidc_provider_arn": PROVIDER, "alb_controller": "existing", "keda": "install"},
+        },
         base="eks-existing-cluster",
     )
+    values = configuration(synth)
+    assert values["alb"] == {"enabled": False}
+    keda_id, _ = role(synth, "keda")
+    assert values["keda"]["enabled"] is True
+    assert values["keda"]["auth"]["aws"]["irsa"]["roleArn"] == "${" + keda_id + ".Arn}"
+    assert not [
+        k for k in synth.resources(KIND, "AWS::IAM::Role") if k.startswith("InferenceAlbRole")
+    ]
+    assert not [
+        k
+        for k in synth.resources(KIND, "AWS::IAM::ManagedPolicy")
+        if k.startswith("InferenceAlbPolicy")
+    ]
     assert not synth.resources(KIND, "AWS::IAM::OIDCProvider")
     document, variables = trust(synth, "operator")
     assert variables == {

@@ -1,16 +1,14 @@
-"""Task governance: the region table against cfn-lint's data, and the custom resource handler
-(botocore Stubber)."""
+"""Task governance: the custom resource handler (botocore Stubber); the region table is held to
+its sources in test_task_governance_types.py."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import boto3
 import botocore.session
-import cfnlint
 import pytest
 from botocore.stub import Stubber
 from support.cfn_events import (
@@ -22,25 +20,12 @@ from support.cfn_events import (
 )
 from support.modules import load_module
 
-from hyperpod_cdk.config import facts
 from hyperpod_cdk.eks.task_governance import HANDLER_DIR
-from hyperpod_cdk.eks.task_governance_types import NATIVE_REGIONS
 
-PROVIDERS = Path(cfnlint.__file__).parent / "data" / "schemas" / "providers"
 REGION = "us-west-2"
 CLUSTER_ARN = f"arn:aws:sagemaker:{REGION}:111122223333:cluster/abcdef123456"
 QUOTA_ID = "q1w2e3r4t5y6"
 QUOTA_ARN = f"arn:aws:sagemaker:{REGION}:111122223333:compute-quota/{QUOTA_ID}"
-
-
-@pytest.mark.parametrize("type_name", sorted(NATIVE_REGIONS))
-def test_the_region_table_is_cfn_lints_data(type_name: str) -> None:
-    offered = set()
-    for region in facts.REGIONS:
-        path = PROVIDERS / f"{region}.json"
-        if path.exists() and type_name in json.loads(path.read_text()):
-            offered.add(region)
-    assert NATIVE_REGIONS[type_name] == offered
 
 
 # -- the handler ---------------------------------------------------------------------------------

@@ -10,11 +10,12 @@ import boto3
 import botocore.session
 import pytest
 from botocore.stub import Stubber
-from ops_testkit import REGION, StubbedAws, by_name, environment
+from ops_testkit import FAKE_CA, REGION, StubbedAws, by_name, environment
 from stack_testkit import DELETE
 
 from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
 from hyperpod_cdk.ops.inference import (
+    CONTROLLERS,
     INFERENCE,
     INTERNAL_ELB_TAG,
     OIDC_PROVIDER,
@@ -22,6 +23,7 @@ from hyperpod_cdk.ops.inference import (
     TLS_BUCKET,
     check_inference,
 )
+from hyperpod_cdk.ops.k8s import Kubernetes, KubernetesUnreachable, Response
 
 KEY = "eks.addons.inference"
 CLUSTER = "shared-platform"
@@ -59,15 +61,26 @@ def factory(aws: StubbedAws, s3: Stubber | None = None) -> Any:
 def adopted(**inference: Any) -> Any:
     return environment(
         "eks-existing-cluster",
-        {"eks.addons.fsx_csi_driver": True, KEY: {"oidc_provider_arn": PROVIDER, **inference}},
+        {
+            "eks.addons.fsx_csi_driver": True,
+            KEY: {
+                "oidc_provider_arn": PROVIDER,
+                "alb_controller": "install",
+                "keda": "install",
+                **inference,
+            },
+        },
     )
 
 
-def cluster(aws: StubbedAws, *, issuer: str = ISSUER, subnets: tuple[str, ...] = (SUBNET_A, SUBNET_B)) -> None:  # fmt: skip
+def cluster(aws: StubbedAws, *, issuer: str = ISSUER, subnets: tuple[str, ...] = (SUBNET_A, SUBNET_B), api: bool = False) -> None:  # fmt: skip
+    """DescribeCluster of the adopted cluster; ``api``: with its endpoint and CA."""
+    endpoint = {"endpoint": "https://example.eks.amazonaws.com", "certificateAuthority": {"data": FAKE_CA}}  # fmt: skip
     aws.stub("eks").add_response(
         "describe_cluster",
         {
             "cluster": {
+                **(endpoint if api else {}),
                 "name": CLUSTER,
                 "identity": {"oidc": {"issuer": f"https://{issuer}"}},
                 "resourcesVpcConfig": {
@@ -109,6 +122,8 @@ def test_a_created_cluster_needs_no_call(aws: StubbedAws) -> None:
         OIDC_PROVIDER: "skip",
         SUBNETS: "skip",
         TLS_BUCKET: "skip",
+        ALB: "skip",
+        KEDA: "skip",
     }
     assert aws.called == set()
 
@@ -233,3 +248,106 @@ def test_a_tls_bucket_that_is_missing_or_foreign(aws: StubbedAws, s3: Stubber, c
     assert check.failed
     assert fragment in check.detail
     assert "tls_bucket" in (check.fix or "")
+
+
+# -- the controllers an adopted cluster already runs ----------------------------------------------
+
+ALB, KEDA = (c.check for c in CONTROLLERS)
+DEPLOYMENTS = "/apis/apps/v1/deployments"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+
+
+class FakeApi:
+    """An API server answering as the real one does for what the check reads: a list of every
+    namespace's Deployments, a CRD by name (404 when absent)."""
+
+    def __init__(self, deployments: list[dict[str, Any]] = (), crds: tuple[str, ...] = (),
+                 down: bool = False) -> None:  # fmt: skip
+        self.deployments, self.crds, self.down = list(deployments), set(crds), down
+
+    def __call__(self, method: str, path: str, body: dict[str, Any] | None) -> Response:
+        assert method == "GET" and body is None  # preflight only reads
+        if self.down:
+            raise KubernetesUnreachable("timed out")
+        if path == DEPLOYMENTS:
+            return Response(200, {"kind": "DeploymentList", "items": self.deployments})
+        assert path.startswith(CRDS), path
+        name = path.removeprefix(CRDS)
+        if name in self.crds:
+            return Response(200, {"kind": "CustomResourceDefinition", "metadata": {"name": name}})
+        return Response(404, {"kind": "Status", "reason": "NotFound"})
+
+
+def deployment(namespace: str, name: str, image: str) -> dict[str, Any]:
+    return {
+        "metadata": {"namespace": namespace, "name": name},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}}},
+    }
+
+
+ALB_IMAGE = "public.ecr.aws/eks/aws-load-balancer-controller:v2.13.0"
+KEDA_IMAGE = "ghcr.io/kedacore/keda:2.17.0"
+
+
+def controllers(aws: StubbedAws, config: Any, api: FakeApi) -> dict[str, Any]:
+    cluster(aws, api=True)
+    provider(aws)
+    subnets(aws, {SUBNET_A: "us-west-2a", SUBNET_B: "us-west-2b"})
+    checks = by_name(check_inference(config, factory(aws), connect=lambda *_: Kubernetes(api)))
+    aws.verify()
+    return checks
+
+
+def test_an_existing_alb_controller_and_keda_are_listed_against_install(aws: StubbedAws) -> None:
+    """A shared cluster's own controllers (AWS's troubleshooting page, "missing ALB Controller" /
+    "missing KEDA operator": set alb/keda enabled: false when the cluster has them)."""
+    api = FakeApi(
+        [
+            deployment("kube-system", "aws-load-balancer-controller", ALB_IMAGE),
+            deployment("keda", "keda-operator", KEDA_IMAGE),
+            deployment("keda", "keda-operator-metrics-apiserver", "ghcr.io/kedacore/keda-metrics-apiserver:2.17.0"),
+        ],
+        crds=("targetgroupbindings.elbv2.k8s.aws", "scaledobjects.keda.sh"),
+    )  # fmt: skip
+    checks = controllers(aws, adopted(), api)
+    alb, keda = checks[ALB], checks[KEDA]
+    assert alb.outcome == keda.outcome == "fail"
+    assert f"Deployment kube-system/aws-load-balancer-controller ({ALB_IMAGE})" in alb.detail
+    assert "CRD targetgroupbindings.elbv2.k8s.aws" in alb.detail
+    assert alb.fix == f"set {KEY}.alb_controller: existing"
+    assert f"Deployment keda/keda-operator ({KEDA_IMAGE})" in keda.detail
+    assert "metrics-apiserver" not in keda.detail
+    assert "CRD scaledobjects.keda.sh" in keda.detail
+    assert keda.fix == f"set {KEY}.keda: existing"
+
+
+def test_existing_matches_what_the_cluster_runs(aws: StubbedAws) -> None:
+    api = FakeApi(
+        [deployment("kube-system", "alb", "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon/aws-load-balancer-controller:v2.8.1")]
+    )  # fmt: skip
+    checks = controllers(aws, adopted(alb_controller="existing", keda="existing"), api)
+    assert checks[ALB].outcome == "pass"
+    assert "the add-on's is off" in checks[ALB].detail
+    # existing but nothing there: the endpoints would have no KEDA
+    assert checks[KEDA].outcome == "fail"
+    assert "runs no KEDA operator" in checks[KEDA].detail
+    assert checks[KEDA].fix.endswith(f"set {KEY}.keda: install")
+
+
+def test_the_addons_own_controllers_are_not_the_clusters(aws: StubbedAws) -> None:
+    """A deploy done before: the add-on's controllers in hyperpod-inference-system, its CRDs."""
+    api = FakeApi(
+        [
+            deployment("hyperpod-inference-system", "alb", ALB_IMAGE),
+            deployment("hyperpod-inference-system", "keda-operator", KEDA_IMAGE),
+        ],
+        crds=("targetgroupbindings.elbv2.k8s.aws", "scaledobjects.keda.sh"),
+    )
+    checks = controllers(aws, adopted(), api)
+    assert checks[ALB].outcome == checks[KEDA].outcome == "pass"
+
+
+def test_an_unreachable_api_is_a_skip(aws: StubbedAws) -> None:
+    checks = controllers(aws, adopted(), FakeApi(down=True))
+    assert checks[ALB].outcome == checks[KEDA].outcome == "skip"
+    assert "from inside the VPC" in checks[ALB].detail

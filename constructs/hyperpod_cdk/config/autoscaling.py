@@ -10,8 +10,14 @@ Facts (SageMaker developer guide, "Create a NodeClass" and "Create a NodePool",
 https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html
 and ...-autoscaling-nodepool.html, read 2026-11-25): a NodeClass lists at most 10 instance
 groups; the groups start at 0 nodes (Karpenter scales a group that starts above 0 down to 0);
-only on-demand capacity; no training plan or reserved capacity; no deep health checks (they
-take 60-90 minutes while pods stay pending, which over-provisions).
+no training plan or reserved capacity; no deep health checks (they take 60-90 minutes while pods
+stay pending, which over-provisions). Spot groups may be in a NodeClass: "Spot instances in
+Amazon SageMaker HyperPod", section "Karpenter based Autoscaling"
+(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-spot-instance.html, read
+2026-11-27): "Karpenter prioritizes Spot instance groups over On-Demand instances, using
+On-Demand as a fallback when specified", and "You can also include onDemand IGs for fallback"
+(the NodeClass page's older "only on-demand capacity" is superseded). A pool of spot groups only
+is a warning: nothing takes over when Spot capacity is reclaimed.
 
 Cluster fields in the SageMaker API but not in ``AWS::SageMaker::Cluster`` (its registry
 schema and aws-cdk-lib 2.276, HYPERPOD_FACTS 2026-11-24): AutoPatch ``PatchingStrategy:
@@ -84,8 +90,9 @@ class NodePool(StrictModel):
     name: NodePoolName = Field(description="Names the HyperpodNodeClass and the NodePool.")
     instance_groups: Annotated[list[str], Field(min_length=1, max_length=MAX_NODE_CLASS_GROUPS)] = (
         Field(
-            description="Names of this cluster's instance groups (at most 10), each on-demand, "
-            "without a training plan or deep health checks, starting at count 0."
+            description="Names of this cluster's instance groups (at most 10), on-demand or "
+            "spot (Karpenter prefers spot, on-demand is the fallback), without a training plan "
+            "or deep health checks, starting at count 0."
         )
     )
     limits: NodePoolLimits
@@ -145,6 +152,7 @@ def check_autoscaling(cfg: EnvironmentConfig, out: IssueSink) -> None:
                 f"{pool.name!r} is already the name of node_pools[{seen[pool.name]}]",
             )
         seen.setdefault(pool.name, p)
+        spot: list[str] = []
         for g, name in enumerate(pool.instance_groups):
             where = f"{path}.instance_groups[{g}]"
             if name not in groups:
@@ -155,11 +163,7 @@ def check_autoscaling(cfg: EnvironmentConfig, out: IssueSink) -> None:
             i, group = groups[name]
             group_path = f"cluster.instance_groups[{i}]"
             if group.capacity_type == "spot":
-                out.error(
-                    f"{group_path}.capacity_type",
-                    f"group {name!r} is in node pool {pool.name!r}: HyperPod autoscaling uses "
-                    "on-demand capacity only; remove capacity_type: spot",
-                )
+                spot.append(name)
             if group.training_plan_arn:
                 out.error(
                     f"{group_path}.training_plan_arn",
@@ -178,6 +182,13 @@ def check_autoscaling(cfg: EnvironmentConfig, out: IssueSink) -> None:
                     f"group {name!r} is in node pool {pool.name!r}: Karpenter scales a group "
                     f"that starts above 0 down to 0 (AWS); set count: 0",
                 )
+        if spot and len(spot) == len(pool.instance_groups):
+            out.warn(
+                f"{path}.instance_groups",
+                f"every group of node pool {pool.name!r} is spot ({', '.join(spot)}): when Spot "
+                "capacity is reclaimed or unavailable nothing takes over; AWS's spot page "
+                "suggests an on-demand group in the same pool as the fallback",
+            )
     if not cluster.auto_scaling:
         return
     for i, group in enumerate(cluster.instance_groups):

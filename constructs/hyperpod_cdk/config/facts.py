@@ -337,6 +337,45 @@ HYPERPOD_INSTANCE_TYPES = frozenset((
     "ml.trn1n.32xlarge",
     "ml.trn2.3xlarge", "ml.trn2.48xlarge",
 ))  # fmt: skip
+# The accelerator of each accelerated HyperPod instance family: NVIDIA GPUs (the families of
+# AWS's HyperPod chart's nvidia-device-plugin list, aws/sagemaker-hyperpod-cli@011ca927
+# values.yaml, plus G4dn (NVIDIA T4; AWS's PR #434/#435) and G7 (AWS's PR #447, and PR #443's
+# health agent "G7 support")); AWS Inferentia/Trainium (its neuron-device-plugin list). The EKS
+# dependency chart runs its device plugin and the health agent on each:
+# tests/eks/test_chart_instance_types.py ties this table and the chart's lists both ways.
+NVIDIA_GPU_FAMILIES = frozenset({
+    "g4dn", "g5", "g6", "g6e", "g7", "g7e", "gr6", "p4d", "p4de", "p5", "p5e", "p5en",
+    "p6-b200", "p6-b300", "p6e-gb200",
+})  # fmt: skip
+NEURON_FAMILIES = frozenset({"inf2", "trn1", "trn1n", "trn2"})
+# HyperPod instance types with an Elastic Fabric Adapter (EC2 DescribeInstanceTypes
+# NetworkInfo.EfaSupported), as AWS's charts list them (read 2026-11-27): AWS's HyperPod chart
+# (aws/sagemaker-hyperpod-cli@011ca927 helm_chart/HyperPodHelmChart/values.yaml
+# aws-efa-k8s-device-plugin.supportedInstanceLabels; g7e, p6-b300 and trn2.3xlarge from PR #380
+# and #385) and, for G4dn, the EFA plugin's own chart (aws/eks-charts@050f81ee
+# stable/aws-efa-k8s-device-plugin/values.yaml, "EFA supported instances": ml.g4dn.8xlarge,
+# 12xlarge, 16xlarge; AWS's PR #434 adds G4dn to the HyperPod chart).
+EFA_INSTANCE_TYPES = frozenset({
+    "ml.c5n.9xlarge", "ml.c5n.18xlarge",
+    "ml.g4dn.8xlarge", "ml.g4dn.12xlarge", "ml.g4dn.16xlarge",
+    "ml.g5.8xlarge", "ml.g5.12xlarge", "ml.g5.16xlarge", "ml.g5.24xlarge", "ml.g5.48xlarge",
+    "ml.g6.8xlarge", "ml.g6.12xlarge", "ml.g6.16xlarge", "ml.g6.24xlarge", "ml.g6.48xlarge",
+    "ml.g6e.8xlarge", "ml.g6e.12xlarge", "ml.g6e.16xlarge", "ml.g6e.24xlarge", "ml.g6e.48xlarge",
+    "ml.g7e.8xlarge", "ml.g7e.12xlarge", "ml.g7e.24xlarge", "ml.g7e.48xlarge",
+    "ml.gr6.8xlarge", "ml.i3en.12xlarge", "ml.i3en.24xlarge", "ml.m7i.48xlarge",
+    "ml.p4d.24xlarge", "ml.p4de.24xlarge", "ml.p5.4xlarge", "ml.p5.48xlarge", "ml.p5e.48xlarge",
+    "ml.p5en.48xlarge", "ml.p6-b200.48xlarge", "ml.p6-b300.48xlarge", "ml.p6e-gb200.36xlarge",
+    "ml.r7i.48xlarge", "ml.trn1.32xlarge", "ml.trn1n.32xlarge", "ml.trn2.3xlarge",
+    "ml.trn2.48xlarge",
+})  # fmt: skip
+# Accelerated HyperPod types whose EFA support no source this project holds states: AWS's PR
+# #447 (open) adds ml.g7 to the EFA plugin without naming the sizes. The chart's EFA list leaves
+# them out (the plugin crash-loops on a node without EFA, aws/sagemaker-hyperpod-cli#367), and
+# the config warns on an EKS group of such a type, with the command that settles it.
+EFA_UNCONFIRMED_TYPES = frozenset({
+    "ml.g7.2xlarge", "ml.g7.4xlarge", "ml.g7.8xlarge", "ml.g7.12xlarge", "ml.g7.24xlarge",
+    "ml.g7.48xlarge",
+})  # fmt: skip
 # When the table above was read, for messages.
 HYPERPOD_INSTANCE_TYPES_AS_OF = "2026-11-25 (botocore 1.44.5)"
 # A name within this difflib ratio of a known type is probably a typo of it.
@@ -370,6 +409,18 @@ def close_instance_type(
         instance_type, sorted(HYPERPOD_INSTANCE_TYPES), n=1, cutoff=cutoff
     )
     return guess[0] if guess else None
+
+
+def accelerator(instance_type: str) -> str | None:
+    """``nvidia`` or ``neuron`` for an instance type of :data:`NVIDIA_GPU_FAMILIES` /
+    :data:`NEURON_FAMILIES`; None for any other type."""
+    parts = instance_type.split(".")
+    family = parts[1] if len(parts) == 3 else ""
+    if family in NVIDIA_GPU_FAMILIES:
+        return "nvidia"
+    if family in NEURON_FAMILIES:
+        return "neuron"
+    return None
 
 
 def is_accelerated(instance_type: str) -> bool:

@@ -19,6 +19,14 @@
   execution role the access AWS documents for it (a config warning says so).
 - ``s3_buckets``: buckets the Mountpoint for S3 CSI driver may read and write, besides the
   environment's data bucket (always included).
+- ``alb_controller`` and ``keda``: ``install`` (the add-on installs its own AWS Load Balancer
+  Controller / KEDA operator, with their IRSA roles) or ``existing`` (the cluster already runs
+  one: the add-on gets ``alb: {enabled: false}`` / ``keda: {enabled: false}``, as AWS's
+  troubleshooting page documents for a cluster that has them: SageMaker developer guide,
+  sagemaker-hyperpod-model-deployment-ts, "missing ALB Controller" / "missing KEDA operator",
+  Option 2, read 2026-11-27; a second copy collides with the first and the add-on fails).
+  Default ``install`` on a cluster the app creates; an adopted cluster must say which, and
+  ``make preflight`` lists what it runs.
 - ``oidc_provider_arn``: on an adopted cluster (``eks.cluster_arn``), its existing IAM OIDC
   provider (IAM allows one per issuer, so the app cannot create a second); preflight checks
   it exists. On a cluster the app creates, the app creates the provider.
@@ -26,8 +34,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
-from typing import TYPE_CHECKING, Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator
 
@@ -142,6 +151,12 @@ GatedModelsOption = Annotated[
 ]
 
 
+# Who provides a controller the operator needs: the add-on, or the cluster already.
+INSTALL = "install"
+EXISTING = "existing"
+ControllerSource = Literal["install", "existing"]
+
+
 class InferenceSettings(StrictModel):
     """``eks.addons.inference`` as a mapping: the inference operator, with settings."""
 
@@ -166,6 +181,18 @@ class InferenceSettings(StrictModel):
         description="Buckets the Mountpoint for S3 CSI driver may read and write, besides the "
         "environment's data bucket.",
     )
+    alb_controller: ControllerSource | None = Field(
+        default=None,
+        description="install: the add-on installs its AWS Load Balancer Controller (and its IRSA "
+        "role); existing: the cluster already runs one (alb.enabled: false). Default install on a "
+        "cluster the app creates; required on an adopted cluster (eks.cluster_arn).",
+    )
+    keda: ControllerSource | None = Field(
+        default=None,
+        description="install: the add-on installs its KEDA operator (and its IRSA role); "
+        "existing: the cluster already runs KEDA (keda.enabled: false). Default install on a "
+        "cluster the app creates; required on an adopted cluster (eks.cluster_arn).",
+    )
     oidc_provider_arn: OidcProviderArn | None = Field(
         default=None,
         description="Adopted cluster (eks.cluster_arn) only, and required there: its existing IAM "
@@ -181,6 +208,16 @@ class InferenceSettings(StrictModel):
     @property
     def gated_models_enabled(self) -> bool:
         return self.gated_models is not False
+
+    @property
+    def installs_alb_controller(self) -> bool:
+        """The add-on installs its own AWS Load Balancer Controller (``alb.enabled``)."""
+        return self.alb_controller != EXISTING
+
+    @property
+    def installs_keda(self) -> bool:
+        """The add-on installs its own KEDA operator (``keda.enabled``)."""
+        return self.keda != EXISTING
 
 
 # true/false, or the mapping
@@ -203,6 +240,32 @@ def default_tls_bucket_name(environment: str, account: str, region: str) -> str:
     """The TLS bucket the app creates: ``hyperpod-tls-<env>-<account>-<region>`` (the prefix
     the operator's managed policy reaches; account and region make it unique in S3)."""
     return f"{TLS_BUCKET_PREFIX}{environment}-{account}-{region}"
+
+
+# The operator's execution role: AWS's chart, installed as the add-on, refuses an executionRoleArn
+# whose role name does not start with this prefix (aws/sagemaker-hyperpod-cli@011ca927:
+# helm_chart/HyperPodHelmChart/charts/inference-operator/templates/_validateRequiredValues.tpl,
+# "executionRoleArn must have a role name with prefix 'SageMakerHyperPodInference'"), and the
+# operator's managed policy AmazonSageMakerHyperPodInferenceAccess (v3, AllowPassRoleToSageMaker)
+# passes only arn:aws:iam::*:role/SageMakerHyperPodInference*, which a role under a path
+# (role/hyperpod/...) does not match. So the role has this prefix and the path /.
+OPERATOR_ROLE_PREFIX = "SageMakerHyperPodInference"
+# IAM quotas: a role name has at most 64 characters (IAM user guide, "IAM object quotas").
+MAX_ROLE_NAME = 64
+_HASH_LENGTH = 8
+
+
+def operator_role_name(environment: str, region: str) -> str:
+    """The inference operator's execution role: ``SageMakerHyperPodInference-<env>-<region>``
+    (IAM role names are per account, so environment and region make it unique); when that
+    passes IAM's 64 characters, the environment name is cut and a hash of both appended, so
+    two environments never share a name."""
+    name = f"{OPERATOR_ROLE_PREFIX}-{environment}-{region}"
+    if len(name) <= MAX_ROLE_NAME:
+        return name
+    digest = hashlib.sha256(f"{environment}/{region}".encode()).hexdigest()[:_HASH_LENGTH]
+    room = MAX_ROLE_NAME - len(OPERATOR_ROLE_PREFIX) - len(region) - _HASH_LENGTH - 3
+    return f"{OPERATOR_ROLE_PREFIX}-{environment[:room].rstrip('-')}-{region}-{digest}"
 
 
 # -- cross-key rules --------------------------------------------------------------------------
@@ -270,6 +333,25 @@ def check_inference(cfg: EnvironmentConfig, out: IssueSink) -> None:
             out.error(
                 f"{_PATH}.oidc_provider_arn",
                 f"is the provider of a cluster in {issuer_region}; the cluster is in {cfg.region}",
+            )
+    for key, article, what in (
+        ("alb_controller", "an", "AWS Load Balancer Controller"),
+        ("keda", "a", "KEDA operator"),
+    ):
+        source = getattr(settings, key)
+        if adopted and source is None:
+            out.error(
+                f"{_PATH}.{key}",
+                f"an adopted cluster (eks.cluster_arn) must say whether it already runs {article} {what}: "
+                f"{EXISTING} (the add-on installs none; a second one collides with it) or "
+                f"{INSTALL} (the add-on installs its own); make preflight lists what the cluster "
+                "runs",
+            )
+        if not adopted and source == EXISTING:
+            out.error(
+                f"{_PATH}.{key}",
+                f"{EXISTING} applies only to an adopted cluster (eks.cluster_arn): a cluster the "
+                f"app creates runs no {what} but the add-on's; leave the key out or set {INSTALL}",
             )
     tls = settings.tls_bucket
     if tls is None:

@@ -895,7 +895,8 @@ class EksAddons(StrictModel):
         "Mountpoint for S3 CSI driver, metrics-server, cert-manager and FSx CSI driver add-ons, "
         "the cluster's IAM OIDC provider, the operator's, load balancer controller's and KEDA's "
         "roles, a TLS certificate bucket and the subnet tags for internal load balancers. A "
-        "mapping sets gateway, gated_models, tls_bucket, s3_buckets, oidc_provider_arn.",
+        "mapping sets gateway, gated_models, tls_bucket, s3_buckets, oidc_provider_arn, alb_controller "
+        "and keda (install | existing; required on an adopted cluster).",
     )
 
     @property

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from hyperpod_cdk.config import facts
 from hyperpod_cdk.config.alerts import check_alerts
 from hyperpod_cdk.config.autoscaling import check_autoscaling
+from hyperpod_cdk.config.chart_instance_types import check_chart_instance_types
 from hyperpod_cdk.config.inference import check_inference
 from hyperpod_cdk.config.models import (
     NEW_VPC_KEYS,
@@ -740,6 +741,7 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
             )
     if cfg.network.closed_network:
         _check_closed_network_images(cfg, enabled, out)
+    check_chart_instance_types(cfg, out)
 
 
 def _check_adopted_choices(cfg: EnvironmentConfig, out: _Collector) -> None:

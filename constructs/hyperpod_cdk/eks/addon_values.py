@@ -77,8 +77,8 @@ def inference_values(
     execution_role_arn: str,
     tls_bucket: str,
     hyperpod_cluster_arn: str,
-    alb_role_arn: str,
-    keda_role_arn: str,
+    alb_role_arn: str | None,
+    keda_role_arn: str | None,
     gateway_role_arn: str | None = None,
     gated_model_role_arn: str | None = None,
 ) -> dict[str, Any]:
@@ -90,8 +90,11 @@ def inference_values(
     :param execution_role_arn: the operator's role.
     :param tls_bucket: the bucket of its TLS certificates (a name, not an ARN).
     :param hyperpod_cluster_arn: the HyperPod cluster the operator serves.
-    :param alb_role_arn: the AWS Load Balancer Controller's role.
-    :param keda_role_arn: the KEDA operator's role.
+    :param alb_role_arn: the AWS Load Balancer Controller's role; None: the cluster runs its own
+        controller (``alb: {enabled: false}``, SageMaker developer guide,
+        sagemaker-hyperpod-model-deployment-ts, "missing ALB Controller", Option 2).
+    :param keda_role_arn: the KEDA operator's role; None: the cluster runs its own KEDA
+        (``keda: {enabled: false}``, same page, "missing KEDA operator", Option 2).
     :param gateway_role_arn: the Inference Gateway's certificate issuer role; None: no gateway.
     :param gated_model_role_arn: the JumpStart gated model download role; None: left out.
     """
@@ -105,11 +108,19 @@ def inference_values(
             if gateway_role_arn is not None
             else {"enabled": False}
         ),
-        "alb": {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}},
-        "keda": {
-            "enabled": True,
-            "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}},
-        },
+        "alb": (
+            {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}}
+            if alb_role_arn is not None
+            else {"enabled": False}
+        ),
+        "keda": (
+            {
+                "enabled": True,
+                "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}},
+            }
+            if keda_role_arn is not None
+            else {"enabled": False}
+        ),
     }
     if gated_model_role_arn is not None:
         values["jumpstartGatedModelDownloadRoleArn"] = gated_model_role_arn

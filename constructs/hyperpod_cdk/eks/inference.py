@@ -37,6 +37,7 @@ from hyperpod_cdk.config.inference import (
     TLS_BUCKET_PREFIX,
     InferenceSettings,
     default_tls_bucket_name,
+    operator_role_name,
 )
 from hyperpod_cdk.eks.addon_values import inference_values, metrics_server_values
 from hyperpod_cdk.eks.addons import (
@@ -218,7 +219,21 @@ class HyperPodInference(Construct):
         self.tls_bucket = self._tls_bucket(settings, environment_name)
         tls_name = self.tls_bucket.bucket_name
 
-        operator = self._role("operator", "HyperPod inference operator (IRSA)", sagemaker=True)
+        # named SageMakerHyperPodInference-... at the path /, whatever iam.role_path says: the
+        # add-on refuses another name and the operator's managed policy passes no other role
+        # (config/inference.py OPERATOR_ROLE_PREFIX)
+        region = cdk.Stack.of(self).region
+        if cdk.Token.is_unresolved(region):
+            raise ValueError(
+                "HyperPodInference needs a stack with a concrete region: the operator's role is "
+                "named SageMakerHyperPodInference-<environment>-<region> (at most 64 characters)"
+            )
+        operator = self._role(
+            "operator",
+            "HyperPod inference operator (IRSA)",
+            sagemaker=True,
+            role_name=operator_role_name(environment_name, region),
+        )
         self._aws_managed(
             operator,
             "operator",
@@ -230,8 +245,12 @@ class HyperPodInference(Construct):
             TLS_BUCKET_PREFIX
         ):
             self._tls_access(operator, settings.tls_bucket)
-        self._alb_role()
-        self._keda_role()
+        # an existing controller (eks.addons.inference.alb_controller / keda: existing) brings
+        # its own permissions: the add-on installs none, so no role is made for it
+        if settings.installs_alb_controller:
+            self._alb_role()
+        if settings.installs_keda:
+            self._keda_role()
         gated = None
         if settings.gated_models_enabled:
             gated = self._role(
@@ -263,8 +282,8 @@ class HyperPodInference(Construct):
             execution_role_arn=operator.role_arn,
             tls_bucket=tls_name,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
-            alb_role_arn=self.roles["alb"].role_arn,
-            keda_role_arn=self.roles["keda"].role_arn,
+            alb_role_arn=self.roles["alb"].role_arn if "alb" in self.roles else None,
+            keda_role_arn=self.roles["keda"].role_arn if "keda" in self.roles else None,
             gateway_role_arn=gateway.role_arn if gateway is not None else None,
             gated_model_role_arn=gated.role_arn if gated is not None else None,
         )
@@ -344,7 +363,10 @@ class HyperPodInference(Construct):
         *,
         sagemaker: bool = False,
         namespaces: Sequence[str] | None = None,
+        role_name: str | None = None,
     ) -> iam.Role:
+        """An IRSA role trusted by ``key``'s service account; ``role_name``: a fixed name at the
+        path ``/`` (a name AWS's policies match), else a generated one under the role path."""
         fact = SERVICE_ACCOUNTS[key]
         if namespaces:
             subjects = [_subject(fact, namespace) for namespace in namespaces]
@@ -359,7 +381,8 @@ class HyperPodInference(Construct):
                 self._provider_arn, {}, "sts:AssumeRoleWithWebIdentity"
             ),
             description=description,
-            path=self._role_path,
+            role_name=role_name,
+            path="/" if role_name is not None else self._role_path,
             permissions_boundary=self._permissions_boundary,
         )
         document = self._trust_document(subjects, like=like, sagemaker=sagemaker)
@@ -372,6 +395,10 @@ class HyperPodInference(Construct):
                 {"ProviderArn": self._provider_arn, "Issuer": self._issuer},
             ),
         )
+        if role_name is not None:
+            # an override, which wins over the stack's RolePath aspect (iam.role_path): AWS's
+            # policy matches role/SageMakerHyperPodInference* only, with no path
+            cfn_role.add_property_override("Path", "/")
         self.roles[key] = role
         return role
 

@@ -108,8 +108,8 @@ def configured_addons(config: EnvironmentConfig, account: str) -> list[AddonConf
             hyperpod_cluster_arn=(
                 f"arn:{partition}:sagemaker:{region}:{account}:cluster/{_PLACEHOLDER_CLUSTER_ID}"
             ),
-            alb_role_arn=role("alb"),
-            keda_role_arn=role("keda"),
+            alb_role_arn=role("alb") if inference.installs_alb_controller else None,
+            keda_role_arn=role("keda") if inference.installs_keda else None,
             gateway_role_arn=role("inference-gateway") if inference.gateway else None,
             gated_model_role_arn=role("gated-models") if inference.gated_models_enabled else None,
         )

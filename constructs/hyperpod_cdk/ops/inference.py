@@ -9,17 +9,33 @@
   cluster the app creates. The app tags the subnets it creates itself.
 - ``inference tls bucket``: an existing ``tls_bucket`` exists and this account may use it
   (``s3:GetBucketLocation``).
+- ``inference alb controller`` / ``inference keda``: on an adopted cluster, the AWS Load
+  Balancer Controller and KEDA operator it already runs (Deployments by image, and their CRDs,
+  read through the Kubernetes API as the shared-cluster check does), against
+  ``eks.addons.inference.alb_controller`` / ``keda``: ``install`` next to an existing one
+  collides with it, ``existing`` with none leaves the endpoints without one.
 
 Pure Python (no CDK import).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.inference import EXISTING, INSTALL, InferenceSettings
 from hyperpod_cdk.ops.aws import ClientFactory, call_or_none, error_code
 from hyperpod_cdk.ops.check import Check, failed, passed, skipped
+from hyperpod_cdk.ops.k8s import (
+    Kubernetes,
+    KubernetesDenied,
+    KubernetesUnreachable,
+    MakeKubernetes,
+    connect_https,
+    eks_token,
+)
+from hyperpod_cdk.ops.shared_cluster import image_repository
 
 OIDC_PROVIDER = "inference oidc provider"
 SUBNETS = "inference subnets"
@@ -30,11 +46,52 @@ INFERENCE = "inference"
 # tagged with this key (value 1 or empty); an ALB needs subnets in two AZs.
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 STS_AUDIENCE = "sts.amazonaws.com"
+# where the add-on runs its own controllers (SageMaker developer guide, inference setup)
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+_DEPLOYMENTS = "/apis/apps/v1/deployments"
+_CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
 
-def check_inference(config: EnvironmentConfig, clients: ClientFactory) -> list[Check]:
+@dataclass(frozen=True)
+class Controller:
+    """A controller the add-on installs unless the cluster has one: its config key, its
+    Deployment's image repository (matched on whole path segments, any registry) and its CRDs."""
+
+    check: str
+    key: str
+    what: str
+    image: str
+    crds: tuple[str, ...]
+
+
+# The AWS Load Balancer Controller's image is eks/aws-load-balancer-controller on ECR Public
+# and amazon/aws-load-balancer-controller in the regional EKS registries (its Helm chart's
+# values.yaml); its CRDs are in the elbv2.k8s.aws group. KEDA's operator image is
+# ghcr.io/kedacore/keda (the metrics server is kedacore/keda-metrics-apiserver); its CRDs are
+# in keda.sh (kedacore/charts keda/values.yaml and crds).
+CONTROLLERS = (
+    Controller(
+        "inference alb controller",
+        "alb_controller",
+        "AWS Load Balancer Controller",
+        "aws-load-balancer-controller",
+        ("ingressclassparams.elbv2.k8s.aws", "targetgroupbindings.elbv2.k8s.aws"),
+    ),
+    Controller(
+        "inference keda",
+        "keda",
+        "KEDA operator",
+        "kedacore/keda",
+        ("scaledobjects.keda.sh", "scaledjobs.keda.sh"),
+    ),
+)
+
+
+def check_inference(
+    config: EnvironmentConfig, clients: ClientFactory, connect: MakeKubernetes = connect_https
+) -> list[Check]:
     """Every preflight check of the inference switch (one line each); a client is made only for
-    a check that calls AWS."""
+    a check that calls AWS; ``connect`` reaches an adopted cluster's Kubernetes API."""
     if config.is_slurm or config.eks is None:
         return [skipped(INFERENCE, "no eks section: no inference operator")]
     settings = config.eks.addons.inference_settings
@@ -51,7 +108,104 @@ def check_inference(config: EnvironmentConfig, clients: ClientFactory) -> list[C
         _oidc_provider(config, clients, described),
         _subnets(config, clients, described),
         _tls_bucket(settings.tls_bucket, clients),
+        *_controllers(config, settings, clients, described, connect),
     ]
+
+
+def _controllers(
+    config: EnvironmentConfig,
+    settings: InferenceSettings,
+    clients: ClientFactory,
+    described: Any,
+    connect: MakeKubernetes,
+) -> list[Check]:
+    assert config.eks is not None
+    if config.eks.cluster_arn is None:
+        return [
+            skipped(c.check, f"the app creates the cluster: it runs only the add-on's {c.what}")
+            for c in CONTROLLERS
+        ]
+    cluster = (described or {}).get("cluster") or {}
+    name = config.eks.cluster_arn.rsplit("/", 1)[1]
+    endpoint = str(cluster.get("endpoint") or "")
+    ca_data = str((cluster.get("certificateAuthority") or {}).get("data") or "")
+    if not endpoint or not ca_data:
+        reason = f"{name} has no API endpoint yet" if cluster else f"{name} was not found"
+        return [skipped(c.check, reason) for c in CONTROLLERS]
+    try:
+        api = connect(endpoint, ca_data, eks_token(clients("sts"), name))
+        found = _running(api)
+    except KubernetesUnreachable as exc:
+        reason = (
+            f"cannot reach the API endpoint of {name} from here ({exc}); run make preflight "
+            "from inside the VPC to list the controllers the cluster runs"
+        )
+        return [skipped(c.check, reason) for c in CONTROLLERS]
+    except KubernetesDenied as exc:
+        reason = (
+            f"the caller may not read {name}'s Deployments and CRDs ({exc}); it needs an access "
+            "entry with read access (e.g. AmazonEKSAdminViewPolicy)"
+        )
+        return [skipped(c.check, reason) for c in CONTROLLERS]
+    return [_controller(c, getattr(settings, c.key), found[c.key], name) for c in CONTROLLERS]
+
+
+def _running(api: Kubernetes) -> dict[str, list[str]]:
+    """Per controller key: what of it the cluster runs besides the add-on's own copy."""
+    found: dict[str, list[str]] = {c.key: [] for c in CONTROLLERS}
+    addon_runs: set[str] = set()
+    for obj in api.items(_DEPLOYMENTS):
+        meta = obj.get("metadata", {})
+        containers = obj.get("spec", {}).get("template", {}).get("spec", {}).get("containers")
+        for container in containers or []:
+            image = str(container.get("image", ""))
+            repository = image_repository(image)
+            for c in CONTROLLERS:
+                if repository == c.image or repository.endswith("/" + c.image):
+                    if meta.get("namespace") == OPERATOR_NAMESPACE:
+                        addon_runs.add(c.key)  # the inference add-on's own, from an earlier deploy
+                    else:
+                        found[c.key].append(
+                            f"Deployment {meta.get('namespace')}/{meta.get('name')} ({image})"
+                        )
+    for c in CONTROLLERS:
+        if c.key in addon_runs:
+            continue  # its CRDs are the add-on's
+        for crd in c.crds:
+            if api.get(f"{_CRDS}/{crd}") is not None:
+                found[c.key].append(f"CRD {crd}")
+    return found
+
+
+def _controller(c: Controller, choice: str | None, found: list[str], cluster: str) -> Check:
+    key = f"eks.addons.inference.{c.key}"
+    listing = "; ".join(found)
+    if choice == EXISTING:
+        if found:
+            return passed(
+                c.check, f"{cluster} runs its own {c.what} ({listing}); the add-on's is off"
+            )
+        return failed(
+            c.check,
+            f"{key} is {EXISTING} but {cluster} runs no {c.what} (no Deployment of "
+            f"{c.image}, none of {', '.join(c.crds)}): the inference endpoints would have none",
+            f"install it on the cluster, or set {key}: {INSTALL}",
+        )
+    if found:
+        said = f"{key} is {INSTALL}" if choice == INSTALL else f"{key} is not set"
+        return failed(
+            c.check,
+            f"{cluster} already runs its own {c.what} ({listing}); {said}, and the add-on's own "
+            "would collide with it (the add-on fails)",
+            f"set {key}: {EXISTING}",
+        )
+    if choice is None:  # a config error already
+        return failed(
+            c.check,
+            f"{key} is not set; {cluster} runs no {c.what}",
+            f"set {key}: {INSTALL}",
+        )
+    return passed(c.check, f"{cluster} runs no {c.what} of its own; the add-on installs one")
 
 
 def _oidc_provider(config: EnvironmentConfig, clients: ClientFactory, described: Any) -> Check:

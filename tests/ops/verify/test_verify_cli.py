@@ -187,6 +187,8 @@ def test_a_controller_that_is_not_running_is_one_line(
         (["--checks", ","], "--checks (CHECKS=): empty is not a check"),
         (["--cleanup", "run-1"], "--cleanup: 'run-1' is not a run id"),
         (["--k8s-via", "localhost"], "--k8s-via: 'localhost' is not HOST:PORT"),
+        (["--team", "Research_1"], "--team: 'Research_1' is not a team name"),
+        (["--team", "a" * 41], "is not a team name"),
     ],
 )
 def test_bad_options_exit_2_naming_the_option(
@@ -367,3 +369,10 @@ def test_the_token_is_renewed_during_a_long_run(
     now[0] = cli.TOKEN_REFRESH_SECONDS + 1
     run.kubernetes.get("/api/v1/nodes")
     assert len(tokens) == 2
+
+
+def test_team_and_priority_class_reach_the_run_options() -> None:
+    from hyperpod_cdk.ops.verify import cli
+
+    own, rest = cli._options(["--team", "research", "--priority-class", "training", "CONFIG=x"])
+    assert (own.team, own.priority_class, rest) == ("research", "training", ["CONFIG=x"])

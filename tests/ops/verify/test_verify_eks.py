@@ -248,6 +248,28 @@ def test_fewer_gpus_allocatable_than_the_type_has_fails(aws: StubbedAws) -> None
     assert failure.figures == {"allocatable": 7, "expected": 8}
 
 
+def test_a_type_off_the_charts_efa_list_is_named_with_the_key_that_adds_it(aws: StubbedAws) -> None:  # fmt: skip
+    """ml.g7's EFA support is unconfirmed before the deploy (config/facts.py
+    EFA_UNCONFIRMED_TYPES): when EC2 says the type has EFA but no plugin runs there, the fix is
+    the chart list's config key, not the plugin switch. (The EC2 answer is this test's input.)"""
+    g7 = {**G6E_48XLARGE, "InstanceType": "g7.48xlarge"}
+    described(aws, "ml.g7.48xlarge", g7)
+    api = FakeKube()
+    api.add_node(GPU_IDS[0], "g7", "ml.g7.48xlarge", allocatable={"nvidia.com/gpu": "8"})
+    cfg = environment("eks-minimal", {"cluster.instance_groups": [{"name": "g7", "instance_type": "ml.g7.48xlarge", "count": 1}]})  # fmt: skip
+    clock = Clock()
+    run = VerifyRun(config=cfg, clients=aws, run_id=RUN_ID, options=Options(),
+                    cluster={"ClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123def456"},
+                    nodes=[Node("g7", GPU_IDS[0], "ml.g7.48xlarge", "Running")],
+                    kubernetes=Kubernetes(api), clock=clock, sleep=clock.sleep)  # fmt: skip
+    (failure,) = [r for r in eks.CHECKS["nodes"](run) if r.failed]
+    assert "0 vpc.amazonaws.com/efa allocatable, ml.g7.48xlarge has 4" in failure.detail
+    assert failure.fix == (
+        "add ml.g7.48xlarge to eks.chart_values.extra_instance_types.efa: the dependency "
+        "chart's list lacks it, so its device plugin does not run there"
+    )
+
+
 def test_a_running_instance_that_never_joined_fails(aws: StubbedAws) -> None:
     api = cluster(gpu_ids=GPU_IDS[:2])
     (failure,) = [r for r in eks.CHECKS["nodes"](make_run(api, aws)) if r.failed]
@@ -362,29 +384,158 @@ def test_a_busy_node_is_left_alone(aws: StubbedAws) -> None:
     assert f"hyperpod-{GPU_IDS[0]}" not in [pinned_host(p) for p in api.created("pods")]
 
 
-def test_task_governance_without_a_queue_skips_the_pod_checks(aws: StubbedAws) -> None:
-    cfg = config(**{"eks.addons.task_governance": True})
+TEAM_NS = "hyperpod-ns-research"
+GOVERNED = {
+    "eks.addons.task_governance": True,
+    "eks.task_governance": {
+        "policy": {"priority_classes": [{"name": "training", "weight": 80},
+                                        {"name": "experimentation", "weight": 50}]},
+        "teams": [{"name": "research", "quota": [{"instance_type": P5, "count": 2}]},
+                  {"name": "applied", "quota": [{"instance_type": P5, "count": 1}]}],
+    },
+}  # fmt: skip
+
+
+def governed_cluster() -> FakeKube:
+    """A task-governance cluster: HyperPod made the teams' namespaces with their quotas."""
     api = cluster()
-    run = make_run(api, aws, cfg, m5=False)
+    for team in ("research", "applied"):
+        name = f"hyperpod-ns-{team}"
+        api.add(f"/api/v1/namespaces/{name}", {"metadata": {"name": name}})
+    return api
+
+
+def test_task_governance_without_a_team_skips_the_pod_checks(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), m5=False)
     for check in ("efa", "containers", "nccl", "fsx"):
         (result,) = eks.CHECKS[check](run)
-        assert result.outcome == "skip" and "--queue" in result.detail, check
+        assert (
+            result.outcome == "skip" and "--team NAME (one of: research, applied)" in result.detail
+        ), check
         assert "eks.addons.task_governance" in result.detail
     assert api.created("pods") == [] and api.created("namespaces") == []
 
 
-def test_task_governance_with_a_queue_labels_every_workload(aws: StubbedAws) -> None:
-    cfg = config(**{"eks.addons.task_governance": True})
-    api = cluster()
-    run = make_run(api, aws, cfg, queue="hyperpod-ns-ml-localqueue", priority_class="low")
+def test_task_governance_runs_in_the_teams_namespace_through_its_local_queue(aws: StubbedAws) -> None:  # fmt: skip
+    """A LocalQueue is namespaced, and HyperPod makes hyperpod-ns-<team>-localqueue only in
+    hyperpod-ns-<team> (SageMaker developer guide, sagemaker-hyperpod-eks-operate-console-ui-
+    governance-cli; https://kueue.sigs.k8s.io/docs/concepts/local_queue/): the pods and the
+    MPIJob go there, at the policy's lowest class (experimentation -> experimentation-priority),
+    and each is removed on its own; the team's namespace stays."""
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), team="research")
     eks.CHECKS["efa"](run)
     eks.CHECKS["nccl"](run)
-    kueue = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-ml-localqueue", "kueue.x-k8s.io/priority-class": "low"}  # fmt: skip
-    for body in [*api.created("pods"), *api.created("mpijobs")]:
+    kueue = {"kueue.x-k8s.io/queue-name": "hyperpod-ns-research-localqueue",
+             "kueue.x-k8s.io/priority-class": "experimentation-priority"}  # fmt: skip
+    posted = [(p, b) for m, p, b in api.calls if m == "POST"]
+    assert posted and all(f"/namespaces/{TEAM_NS}/" in path for path, _ in posted), posted
+    assert {path.rsplit("/", 1)[1] for path, _ in posted} == {"pods", "mpijobs"}
+    for _, body in posted:
         assert body["metadata"]["labels"] == {RUN_LABEL: RUN_ID, **kueue}
+    made = [m.by_hand for m in run.made]
+    assert f"kubectl delete mpijob {RUN_ID}-nccl-gpu-2 --namespace {TEAM_NS}" in made
+    assert sum(f"kubectl delete pod {RUN_ID}-" in m for m in made) == len(api.created("pods"))
+    assert not [m for m in made if "delete namespace" in m]
+    for item in run.made:
+        item.remove()
+    assert f"/api/v1/namespaces/{TEAM_NS}" in api.objects
+    # (the operator's launcher pod goes with its MPIJob through the garbage collector, which
+    # the fake API does not run)
+    assert [p for p in api.objects if RUN_ID in p and not p.endswith("-launcher-x7k2p")] == []
+
+
+def test_a_team_pod_kueue_holds_names_the_team_namespace_and_its_workloads(aws: StubbedAws) -> None:  # fmt: skip
+    api = governed_cluster()
+    api.on_pod = lambda pod: PodScript(phase="Pending")
+    results = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), team="research"))
+    failures = [r for r in results if r.outcome == "fail"]
+    assert failures
+    for result in failures:
+        assert f"kubectl -n {TEAM_NS} describe pod {RUN_ID}-" in (result.fix or "")
+        assert f"kubectl -n {TEAM_NS} get workloads" in (result.fix or "")
+
+
+def test_a_priority_class_of_the_policy_is_named_as_kueue_knows_it(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    run = make_run(api, aws, config(**GOVERNED), team="applied", priority_class="training")
+    eks.CHECKS["efa"](run)
+    for body in api.created("pods"):
+        assert body["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "training-priority"
+        assert (
+            body["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+            == "hyperpod-ns-applied-localqueue"
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        ({"team": "ops"}, "--team ops is not a team of eks.task_governance.teams (one of: research, applied)"),
+        ({"team": "research", "priority_class": "urgent"}, "--priority-class urgent is not a class of the cluster policy"),
+    ],
+)  # fmt: skip
+def test_a_team_or_class_the_config_lacks_is_a_skip(aws: StubbedAws, options: dict[str, str], fragment: str) -> None:  # fmt: skip
+    api = governed_cluster()
+    (result,) = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), m5=False, **options))
+    assert result.outcome == "skip" and fragment in result.detail
+    assert api.created("pods") == []
+
+
+def test_a_team_namespace_hyperpod_has_not_made_is_a_skip(aws: StubbedAws) -> None:
+    api = cluster()  # no team namespaces yet
+    (result,) = eks.CHECKS["efa"](make_run(api, aws, config(**GOVERNED), m5=False, team="research"))
+    assert result.outcome == "skip" and f"namespace {TEAM_NS} does not exist" in result.detail
+
+
+def test_cleanup_finds_a_crashed_runs_objects_in_the_team_namespaces(aws: StubbedAws) -> None:
+    api = governed_cluster()
+    ours = {"labels": {RUN_LABEL: RUN_ID}}
+    api.add(f"/api/v1/namespaces/{TEAM_NS}/pods/{RUN_ID}-probe", {"metadata": {"name": f"{RUN_ID}-probe", **ours}})  # fmt: skip
+    api.add(f"/apis/kubeflow.org/v2beta1/namespaces/hyperpod-ns-applied/mpijobs/{RUN_ID}-nccl", {"metadata": {"name": f"{RUN_ID}-nccl", **ours}})  # fmt: skip
+    api.add(f"/api/v1/namespaces/{TEAM_NS}/pods/train-0", {"metadata": {"name": "train-0"}})
+    # without --team: every team of the config is searched
+    found = eks.leftovers(make_run(api, aws, config(**GOVERNED), m5=False))
+    assert sorted(f.by_hand for f in found) == [
+        f"kubectl delete mpijob {RUN_ID}-nccl --namespace hyperpod-ns-applied",
+        f"kubectl delete pod {RUN_ID}-probe --namespace {TEAM_NS}",
+    ]
+    for item in found:
+        item.remove()
+    assert f"/api/v1/namespaces/{TEAM_NS}/pods/train-0" in api.objects
+    assert not [p for p in api.objects if RUN_ID in p]
 
 
 # -- nccl ------------------------------------------------------------------------------------
+
+# The MPIJob fields of the operator the chart installs, mpi-operator v0.5.0 (kubeflow/mpi-operator
+# @7c625160 (tag v0.5.0): deploy/v2beta1/mpi-operator.yaml, the v2beta1 CRD; the
+# launcherCreationPolicy enum from pkg/apis/kubeflow/v2beta1/types.go). The API server prunes or
+# (strict field validation) refuses any other field. Checked 2026-11-27 also against that CRD's
+# whole schema, pod templates included, with unknown fields refused: no error.
+MPIJOB_SPEC_FIELDS = {"launcherCreationPolicy", "mpiImplementation", "mpiReplicaSpecs",
+                      "runLauncherAsWorker", "runPolicy", "slotsPerWorker", "sshAuthMountPath"}  # fmt: skip
+RUN_POLICY_FIELDS = {"activeDeadlineSeconds", "backoffLimit", "cleanPodPolicy", "schedulingPolicy",
+                     "suspend", "ttlSecondsAfterFinished"}  # fmt: skip
+REPLICA_SPEC_FIELDS = {"replicas", "restartPolicy", "template"}
+LAUNCHER_CREATION_POLICIES = {"AtStartup", "WaitForWorkersReady"}
+CLEAN_POD_POLICIES = {"All", "Running", "None"}
+
+
+def test_the_mpijob_uses_only_fields_the_installed_operator_knows(aws: StubbedAws) -> None:
+    api = cluster()
+    eks.CHECKS["nccl"](make_run(api, aws))
+    (job,) = api.created("mpijobs")
+    spec = job["spec"]
+    assert set(spec) <= MPIJOB_SPEC_FIELDS
+    assert set(spec["runPolicy"]) <= RUN_POLICY_FIELDS
+    assert spec["launcherCreationPolicy"] in LAUNCHER_CREATION_POLICIES
+    assert spec["runPolicy"]["cleanPodPolicy"] in CLEAN_POD_POLICIES
+    assert set(spec["mpiReplicaSpecs"]) == {"Launcher", "Worker"}
+    for replica in spec["mpiReplicaSpecs"].values():
+        assert set(replica) <= REPLICA_SPEC_FIELDS
+        assert set(replica["template"]) <= {"metadata", "spec"}
 
 
 def test_nccl_runs_an_mpijob_on_two_idle_nodes_and_passes_with_figures(aws: StubbedAws) -> None:

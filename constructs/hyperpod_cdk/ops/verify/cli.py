@@ -26,6 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.task_governance import (
+    TASK_GOVERNANCE_NAME_MAX,
+    TASK_GOVERNANCE_NAME_PATTERN,
+)
 from hyperpod_cdk.ops.adopted import eks_cluster_name
 from hyperpod_cdk.ops.aws import (
     ClientFactory,
@@ -347,7 +351,7 @@ def _options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--checks", default=None)
     parser.add_argument("--cleanup", default=None, metavar="RUN_ID")
-    parser.add_argument("--queue", default=None)
+    parser.add_argument("--team", default=None)
     parser.add_argument("--priority-class", default=None)
     parser.add_argument("--deep-health-check", action="store_true")
     parser.add_argument("--nccl-all-nodes", action="store_true")
@@ -369,6 +373,14 @@ def _options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
         parser.error(
             f"--cleanup: {own.cleanup!r} is not a run id (hpv- and 12 hex digits, as printed)"
         )
+    if own.team is not None and (
+        not re.match(TASK_GOVERNANCE_NAME_PATTERN, own.team)
+        or len(own.team) > TASK_GOVERNANCE_NAME_MAX
+    ):
+        parser.error(
+            f"--team: {own.team!r} is not a team name (eks.task_governance.teams[].name: "
+            "lowercase letters, digits and inner hyphens)"
+        )
     if own.k8s_via is not None and not re.fullmatch(
         r"[A-Za-z0-9.\-\[\]:]+:[0-9]{1,5}", own.k8s_via
     ):
@@ -379,8 +391,9 @@ def _options(argv: Sequence[str]) -> tuple[argparse.Namespace, list[str]]:
 DESCRIPTION = (
     "Prove that the deployed environment of CONFIG works: cluster, health, nodes, EFA, "
     "containers, NCCL, FSx, data repositories, accounting (docs/operations.md). Also: --checks "
-    "a,b (make: CHECKS=a,b); --json; --cleanup RUN_ID removes what a crashed run left; --queue Q "
-    "and --priority-class P on task-governance clusters; --deep-health-check starts HyperPod's "
+    "a,b (make: CHECKS=a,b); --json; --cleanup RUN_ID removes what a crashed run left; --team NAME "
+    "(and --priority-class P) on task-governance clusters: the test pods and MPIJob run in the "
+    "team's namespace hyperpod-ns-NAME through its LocalQueue; --deep-health-check starts HyperPod's "
     "deep health check (takes nodes into maintenance); --nccl-all-nodes; --k8s-via HOST:PORT "
     "reaches a private EKS endpoint through a forwarded port."
 )
@@ -399,7 +412,7 @@ def main(
     def command(config: EnvironmentConfig, clients: ClientFactory, project_root: Path) -> int:
         options = Options(
             checks=own.checks or CHECK_ORDER,
-            queue=own.queue,
+            team=own.team,
             priority_class=own.priority_class,
             deep_health_check=own.deep_health_check,
             nccl_all_nodes=own.nccl_all_nodes,

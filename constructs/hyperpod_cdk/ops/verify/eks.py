@@ -8,14 +8,19 @@ labelled :data:`~hyperpod_cdk.ops.verify.model.RUN_LABEL`, plus a PersistentVolu
 system (cluster-scoped, labelled the same, reclaim policy ``Retain`` so that deleting it never
 deletes the file system). The namespace and the volume are registered with
 :meth:`VerifyRun.created`; deleting the namespace removes everything in it, so the objects inside
-are not registered one by one.
+are not registered one by one. On a task-governance cluster the run uses the namespace of
+``--team`` instead (``hyperpod-ns-<team>``, which HyperPod makes with the team's quota; a Kueue
+LocalQueue is namespaced, and the team's, ``hyperpod-ns-<team>-localqueue``, is only there), so
+each pod, MPIJob and claim is registered and labelled with the run id one by one, and the team's
+namespace is never deleted.
 
 Work is never disturbed: only whole idle nodes (no pod on them requests GPUs, Neuron devices or
 EFA devices) run a test, each test pod takes all of its node's GPUs and EFA devices, and no pod
 tolerates HyperPod's health taint (only the taints the config gives the group). On a
-task-governance cluster every workload carries the Kueue labels of ``--queue`` and
-``--priority-class``; without ``--queue`` there the pod checks are SKIP (their pods would wait in
-the queue until the budget ran out).
+task-governance cluster every workload carries the Kueue labels of the team's LocalQueue and of
+``--priority-class`` (default: the policy's lowest class, so a test never preempts work); without
+``--team`` there the pod checks are SKIP (their pods would wait in Kueue until the budget ran
+out).
 
 Design choices:
 
@@ -43,6 +48,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from hyperpod_cdk.config.task_governance import TaskGovernance, local_queue_of, namespace_of
 from hyperpod_cdk.ops.aws import one_line
 from hyperpod_cdk.ops.k8s import (
     Kubernetes,
@@ -83,6 +89,9 @@ ACCELERATOR_RESOURCES = (GPU, NEURON, EFA)
 # KUEUE_QUEUE_NAME_LABEL_KEY / KUEUE_WORKLOAD_PRIORITY_CLASS_LABEL_KEY, same file as above).
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# HyperPod names the Kueue WorkloadPriorityClass of each policy class <name>-priority (SageMaker
+# developer guide, sagemaker-hyperpod-eks-operate-console-ui-governance-cli, "training-priority")
+PRIORITY_SUFFIX = "-priority"
 # The MPI operator's API and the labels it puts on a job's pods (kubeflow/mpi-operator v2).
 MPIJOB_API = "/apis/kubeflow.org/v2beta1"
 JOB_NAME_LABEL = "training.kubeflow.org/job-name"
@@ -300,17 +309,43 @@ def _node_problem(run: VerifyRun, node: Node, kube: KubeNode | None) -> Result |
     for resource, wanted, plugin in _device_resources(facts):
         have = _count(kube.allocatable.get(resource, 0))
         if have < wanted and facts is not None:
+            off_list = _off_chart_list(run, node.instance_type, plugin)
             return failed(
                 "nodes",
                 f"node {kube.name} has {have} {resource} allocatable, {node.instance_type} has "
                 f"{wanted} ({instance_types.source_note(facts, 'devices')})",
-                f"check the device plugin pod on the node (kubectl -n kube-system get pods -o wide "
-                f"--field-selector spec.nodeName={kube.name}) and eks.dependencies.{plugin}",
+                f"add {node.instance_type} to {off_list}: the dependency chart's list lacks it, "
+                "so its device plugin does not run there"
+                if off_list
+                else f"check the device plugin pod on the node (kubectl -n kube-system get pods "
+                f"-o wide --field-selector spec.nodeName={kube.name}) and "
+                f"eks.dependencies.{plugin}",
                 subject,
                 allocatable=have,
                 expected=wanted,
             )
     return None
+
+
+# a device plugin's instance-type list in the dependency chart, and the config key that extends it
+_CHART_LISTS = {
+    "nvidia_device_plugin": ("nvidiaGpu", "nvidia_gpu"),
+    "neuron_device_plugin": ("neuron", "neuron"),
+    "efa_device_plugin": ("efa", "efa"),
+}
+
+
+def _off_chart_list(run: VerifyRun, instance_type: str, plugin: str) -> str | None:
+    """The ``eks.chart_values.extra_instance_types`` key to add ``instance_type`` to when the
+    chart's list for ``plugin`` lacks it (a type such as ml.g7 whose EFA no source confirmed
+    before the deploy); None when it is on the list."""
+    from hyperpod_cdk.eks import chart  # pure data (values.yaml)
+
+    kind, key = _CHART_LISTS[plugin]
+    extra = getattr(run.config.eks_settings.chart_values.extra_instance_types, key)
+    if instance_type in chart.instance_types(kind) or instance_type in extra:
+        return None
+    return f"eks.chart_values.extra_instance_types.{key}"
 
 
 def _device_resources(facts: gates.InstanceFacts | None) -> list[tuple[str, int, str]]:
@@ -352,27 +387,114 @@ def _nodes_passed(run: VerifyRun, group: str, running: list[Node]) -> Result:
 # -- pods: the namespace, the queue, running and reading them --------------------------------
 
 
+def _governed(run: VerifyRun) -> bool:
+    return bool(run.config.eks_settings.addons.task_governance)
+
+
+def _team_namespace(run: VerifyRun) -> str | None:
+    """``hyperpod-ns-<team>`` of ``--team`` on a task-governance cluster; None otherwise."""
+    if _governed(run) and run.options.team:
+        return namespace_of(run.options.team)
+    return None
+
+
+def _priority_classes(run: VerifyRun) -> list[tuple[str, int]]:
+    """(name, weight) of the cluster policy's classes (the config's, or AWS's five)."""
+    governance = run.config.eks_settings.task_governance or TaskGovernance()
+    return [(p.name, p.weight) for p in governance.policy.priority_classes]
+
+
+def _priority_class(run: VerifyRun) -> str | None:
+    """The class the test workloads run at: ``--priority-class`` (``training`` or
+    ``training-priority``), else the policy's lowest, so a test never preempts a team's work."""
+    if run.options.priority_class:
+        return run.options.priority_class.removesuffix(PRIORITY_SUFFIX)
+    classes = _priority_classes(run)
+    return min(classes, key=lambda c: c[1])[0] if classes else None
+
+
 def _pods_blocked(run: VerifyRun) -> str | None:
-    """Why no test pod may start on this cluster (task governance without ``--queue``)."""
-    if run.config.eks_settings.addons.task_governance and not run.options.queue:
+    """Why no test pod may start on this cluster (task governance without a usable ``--team``)."""
+    if not _governed(run):
+        return None
+    governance = run.config.eks_settings.task_governance
+    teams = [t.name for t in governance.teams] if governance else []
+    known = f" (one of: {', '.join(teams)})" if teams else ""
+    team = run.options.team
+    if not team:
         return (
-            "task governance is on (eks.addons.task_governance): test pods would wait in Kueue; "
-            "give its LocalQueue in the run's namespace with --queue"
+            "task governance is on (eks.addons.task_governance): test pods would wait in Kueue "
+            f"without a LocalQueue; give the team they run as with --team NAME{known}"
+        )
+    if teams and team not in teams:
+        return f"--team {team} is not a team of eks.task_governance.teams{known}"
+    classes = [name for name, _ in _priority_classes(run)]
+    wanted = _priority_class(run)
+    if wanted is not None and wanted not in classes:
+        return (
+            f"--priority-class {run.options.priority_class} is not a class of the cluster "
+            f"policy (eks.task_governance.policy.priority_classes: {', '.join(classes)})"
+        )
+    namespace = namespace_of(team)
+    if _client(run).get(f"/api/v1/namespaces/{namespace}") is None:
+        return (
+            f"namespace {namespace} does not exist: HyperPod makes it with team {team}'s compute "
+            "quota (eks.task_governance.teams); deploy the quota first"
         )
     return None
 
 
 def _queue_labels(run: VerifyRun) -> dict[str, str]:
+    """The team's LocalQueue and the priority class (``<class>-priority``, as HyperPod names
+    the Kueue WorkloadPriorityClass of each policy class)."""
     labels: dict[str, str] = {}
-    if run.config.eks_settings.addons.task_governance and run.options.queue:
-        labels[QUEUE_LABEL] = run.options.queue
-        if run.options.priority_class:
-            labels[PRIORITY_LABEL] = run.options.priority_class
+    if _team_namespace(run) is not None and run.options.team:
+        labels[QUEUE_LABEL] = local_queue_of(run.options.team)
+        priority = _priority_class(run)
+        if priority:
+            labels[PRIORITY_LABEL] = f"{priority}{PRIORITY_SUFFIX}"
     return labels
 
 
+def _namespace_of_run(run: VerifyRun) -> str:
+    """Where the run's pods are: the team's namespace, else ``<run id>``."""
+    return _team_namespace(run) or run.run_id
+
+
+def _admission_hint(run: VerifyRun) -> str:
+    """On a team run: where Kueue says why a workload waits (quota, priority)."""
+    namespace = _team_namespace(run)
+    if namespace is None:
+        return ""
+    return (
+        f"; or Kueue has not admitted it: kubectl -n {namespace} get workloads (the team's "
+        "quota may be in use, or --priority-class too low to borrow)"
+    )
+
+
+def _made_in(run: VerifyRun, client: Kubernetes, path: str, kind: str) -> None:
+    """Register an object made in the team's namespace (the run's own is deleted whole)."""
+    if _team_namespace(run) is not None:
+        run.created(*_object_removal(client, path, kind))
+
+
+def _object_removal(
+    client: Kubernetes, path: str, kind: str
+) -> tuple[str, Callable[[], None], str]:
+    namespace, name = path.split("/namespaces/", 1)[1].split("/")[0], path.rsplit("/", 1)[1]
+    return (
+        f"Kubernetes {kind} {namespace}/{name}",
+        lambda: client.delete(path, {"propagationPolicy": "Background"}),
+        f"kubectl delete {kind.lower()} {name} --namespace {namespace}",
+    )
+
+
 def _ensure_namespace(run: VerifyRun) -> str:
-    """The run's namespace (``<run id>``, labelled with it), made and registered once."""
+    """The run's namespace: the team's (``--team``, made by HyperPod, never deleted here), or
+    ``<run id>`` (labelled with it), made and registered once."""
+    team_namespace = _team_namespace(run)
+    if team_namespace is not None:
+        return team_namespace
     client, name = _client(run), run.run_id
     if client.get(f"/api/v1/namespaces/{name}") is not None:
         return name
@@ -518,7 +640,8 @@ def _run_pods(run: VerifyRun, specs: list[PodSpec], deadline: float) -> dict[str
     seconds = _seconds_left(run, deadline)
     for spec in specs:
         with contextlib.suppress(KubernetesConflict):  # started already by this run
-            client.post(base, _pod_body(run, spec, seconds))
+            if client.post(base, _pod_body(run, spec, seconds)) is not None:
+                _made_in(run, client, f"{base}/{spec.name}", "Pod")
     waiting = {spec.name for spec in specs}
     states: dict[str, dict[str, Any]] = {}
     while True:
@@ -576,11 +699,12 @@ def _pod_failure(check: str, run: VerifyRun, pod: PodRun, subject: str, seconds:
         )
     elif pod.phase == "Pending":
         fix = (
-            f"kubectl -n {run.run_id} describe pod {pod.name}: the node's GPUs or EFA devices "
-            "may be taken, or a taint the config does not name keeps the pod off"
+            f"kubectl -n {_namespace_of_run(run)} describe pod {pod.name}: the node's GPUs or "
+            "EFA devices may be taken, or a taint the config does not name keeps the pod off"
+            + _admission_hint(run)
         )
     else:
-        fix = f"kubectl -n {run.run_id} logs {pod.name} (before the run's clean-up)"
+        fix = f"kubectl -n {_namespace_of_run(run)} logs {pod.name} (before the run's clean-up)"
     state = f"{pod.phase}: {pod.reason}" if pod.reason else pod.phase
     if pod.finished:  # without its figures: a crash, or its own deadline while starting
         detail = f"pod {pod.name} ended without its figures ({state})"
@@ -934,6 +1058,7 @@ def _run_mpijob(run: VerifyRun, body: dict[str, Any], deadline: float) -> JobRun
     base = f"{MPIJOB_API}/namespaces/{namespace}/mpijobs"
     if client.post(base, body) is None:
         return None
+    _made_in(run, client, f"{base}/{name}", "MPIJob")
     state = "Created"
     while True:
         job = client.get(f"{base}/{name}") or {}
@@ -1052,15 +1177,15 @@ def _nccl_gated(
         return failed(
             "nccl",
             f"the MPIJob on {names} did not finish within {seconds} s ({job.state}); it was deleted",
-            f"kubectl -n {run.run_id} get pods -o wide during a run: an image pull or a worker "
-            "that cannot start (EFA devices taken) holds it",
+            f"kubectl -n {_namespace_of_run(run)} get pods -o wide during a run: an image pull "
+            "or a worker that cannot start (EFA devices taken) holds it" + _admission_hint(run),
             group,
         )
     if not job.log:
         return failed(
             "nccl",
             f"the MPIJob on {names} ended {job.state} without a launcher log",
-            f"kubectl -n {run.run_id} describe mpijob during a run",
+            f"kubectl -n {_namespace_of_run(run)} describe mpijob during a run",
             group,
         )
     decision = gates.decide_nccl(gate, parsers.parse_nccl(job.log))
@@ -1068,7 +1193,8 @@ def _nccl_gated(
         return failed(
             "nccl",
             f"the MPIJob on {names} ended {job.state} after: {decision.detail}",
-            f"read the launcher's log: kubectl -n {run.run_id} logs -l {JOB_ROLE_LABEL}=launcher",
+            f"read the launcher's log: kubectl -n {_namespace_of_run(run)} logs -l "
+            f"{JOB_ROLE_LABEL}=launcher",
             group,
             **decision.figures,
         )
@@ -1152,7 +1278,8 @@ def _claim(run: VerifyRun, facts: aws_checks.FsxFacts) -> str:
     path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     if client.get(f"{path}/{name}") is None:
         with contextlib.suppress(KubernetesConflict):
-            client.post(path, claim)
+            if client.post(path, claim) is not None:
+                _made_in(run, client, f"{path}/{name}", "PersistentVolumeClaim")
     return name
 
 
@@ -1350,8 +1477,18 @@ CHECKS: dict[str, Check] = {
 # -- leftovers and file access -------------------------------------------------------------
 
 
+# what a run makes in a team's namespace, by API list path and kind
+_TEAM_OBJECTS = (
+    (MPIJOB_API, "mpijobs", "MPIJob"),
+    ("/api/v1", "pods", "Pod"),
+    ("/api/v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+)
+
+
 def leftovers(run: VerifyRun) -> list[Created]:
-    """The namespaces and PersistentVolumes labelled with ``run.run_id`` (``--cleanup``)."""
+    """What is labelled with ``run.run_id`` (``--cleanup``): the run's namespace and
+    PersistentVolume, and the MPIJobs, pods and claims it made in a team's namespace (the
+    ``--team`` one, else every team of ``eks.task_governance``)."""
     client = _client(run)
     selector = label_selector({RUN_LABEL: run.run_id})
     found: list[Created] = []
@@ -1359,7 +1496,23 @@ def leftovers(run: VerifyRun) -> list[Created]:
         found.append(Created(*_volume_removal(client, item["metadata"]["name"])))
     for item in client.items("/api/v1/namespaces", selector):
         found.append(Created(*_namespace_removal(client, item["metadata"]["name"])))
+    for namespace in _team_namespaces(run):
+        for api, plural, kind in _TEAM_OBJECTS:
+            base = f"{api}/namespaces/{namespace}/{plural}"
+            for item in client.items(base, selector):
+                found.append(
+                    Created(*_object_removal(client, f"{base}/{item['metadata']['name']}", kind))
+                )
     return found
+
+
+def _team_namespaces(run: VerifyRun) -> list[str]:
+    if not _governed(run):
+        return []
+    if run.options.team:
+        return [namespace_of(run.options.team)]
+    governance = run.config.eks_settings.task_governance
+    return [namespace_of(t.name) for t in governance.teams] if governance else []
 
 
 class PodFsx:

@@ -178,15 +178,19 @@ class Options:
     """What the command line chose.
 
     :param checks: the checks to run (``CHECKS=``); the others are not run at all.
-    :param queue: on a task-governance EKS cluster, the Kueue LocalQueue to submit through.
-    :param priority_class: on such a cluster, the priority class of the test workloads.
+    :param team: on a task-governance EKS cluster, the team whose namespace
+        (``hyperpod-ns-<team>``) and LocalQueue (``hyperpod-ns-<team>-localqueue``) the test
+        workloads run in.
+    :param priority_class: on such a cluster, the priority class of the test workloads (a class
+        of the cluster policy, e.g. ``training``; Kueue's is ``training-priority``); default: the
+        policy's lowest.
     :param deep_health_check: also start HyperPod's on-demand deep health check (it takes the
         nodes into a maintenance reservation; off unless asked).
     :param nccl_all_nodes: also run NCCL on every idle node of a group (reported, not gated).
     """
 
     checks: Sequence[str] = CHECK_ORDER
-    queue: str | None = None
+    team: str | None = None
     priority_class: str | None = None
     deep_health_check: bool = False
     nccl_all_nodes: bool = False
