@@ -282,3 +282,57 @@ def test_a_new_compute_subnet_reports_the_file_system_and_the_cluster_replaced(
     lost = text.splitlines()[-1]
     assert f"{full.stack_name('storage')}/FileSystem" in lost
     assert f"{full.stack_name('cluster')}/HyperPodCluster" in lost
+
+
+# -- per-item ids from what the item is (security review M7) -------------------------------------
+
+ACCESS_ENTRY = "AWS::EKS::AccessEntry"
+
+
+def test_removing_the_first_principal_of_a_team_deletes_its_entry_alone(
+    build_variant: Any, east: Any
+) -> None:
+    """eks-full's team research: ResearchScientists, then PlatformAdmin (an admin: its entry is
+    the admin one); team applied: AppliedScientists. With ids by list position the applied
+    entry moved to a new id, which CloudFormation creates before it deletes the old one, and
+    EKS refuses a second entry for the same principal: the deploy rolled back."""
+    removed = build_variant(
+        {
+            **US_EAST_1,
+            "eks.task_governance.teams[0].principals": [
+                "arn:aws:iam::111122223333:role/PlatformAdmin"
+            ],
+        },
+        base="eks-full",
+        nag=False,
+    )
+    changes = [c for c in _notes(east, removed) if c.resource_type == ACCESS_ENTRY]
+    assert [(c.action, c.new_logical_id) for c in changes] == [("delete", None)], changes
+    (gone,) = changes
+    old = east.templates[gone.stack]["Resources"][gone.logical_id]["Properties"]
+    assert old["PrincipalArn"] == "arn:aws:iam::111122223333:role/ResearchScientists"
+
+
+def test_removing_the_first_admin_leaves_the_next_admins_entry_alone(
+    build_variant: Any, east: Any
+) -> None:
+    """eks-full's admins: PlatformAdmin (also in team research), then CiDeploy. PlatformAdmin's
+    admin entry goes and its team entry comes (in eks-addons, deployed after the eks stack has
+    deleted the admin one); CiDeploy's entry keeps its id."""
+    removed = build_variant(
+        {**US_EAST_1, "eks.admin_principal_arns": ["arn:aws:iam::111122223333:role/CiDeploy"]},
+        base="eks-full",
+        nag=False,
+    )
+    changes = [c for c in _notes(east, removed) if c.resource_type == ACCESS_ENTRY]
+    assert [(c.stack, c.action) for c in changes] == [
+        (east.stack_name("eks"), "delete"),
+        (east.stack_name("eks-addons"), "add"),
+    ], changes
+    gone, added = changes
+    old = east.templates[gone.stack]["Resources"][gone.logical_id]["Properties"]
+    new = removed.templates[added.stack]["Resources"][added.logical_id]["Properties"]
+    assert (
+        old["PrincipalArn"] == new["PrincipalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
+    )
+    assert "CiDeploy" not in gone.logical_id
