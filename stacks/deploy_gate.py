@@ -441,12 +441,13 @@ def gate_assembly(
     project_root: Path,
     stage: str,
     assume: Assume,
+    qualifier: str | None = None,
 ) -> int:
     """A pipeline stage: gate an assembly synthesized by the pipeline's synth step."""
     stacks = assembly_stacks(directory)
     if not stacks:
         raise GateError(f"{directory} holds no stack")
-    qualifier = bootstrap_qualifier(project_root)
+    qualifier = qualifier or bootstrap_qualifier(project_root)
     factories: dict[str, Callable[[str], Any]] = {}
 
     def clients_of(region: str) -> Callable[[str], Any]:
@@ -517,6 +518,11 @@ def main(
         action="store_true",
         help="with --assembly: read the target account through its CDK bootstrap look-up role",
     )
+    parser.add_argument(
+        "--qualifier",
+        default=None,
+        help="with --lookup-role: the bootstrap qualifier (default: cdk.json's, else hnb659fds)",
+    )
     args = parser.parse_args(args_list)
     if (args.config is None) == (args.assembly is None):
         parser.error("give CONFIG or --assembly DIR (one of them)")
@@ -557,6 +563,7 @@ def main(
             project_root=project_root,
             stage=args.stage or str(args.assembly),
             assume=assume or assumed_clients,
+            qualifier=args.qualifier,
         )
     except GateError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
