@@ -366,15 +366,17 @@ def test_assumed_clients_carry_the_roles_credentials(aws: StubbedAws) -> None:
 
 @pytest.fixture(scope="module")
 def full(build_variant: Any) -> Any:
-    """full.yaml as deployed (it also starts the jsii runtime, with node on the real PATH,
-    before a test narrows PATH to the stand-in)."""
+    """full.yaml as deployed."""
     return build_variant({}, base="full", nag=False)
 
 
 @pytest.fixture
 def fake_cdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A ``cdk`` that records its arguments and whether ``--app`` is a cloud assembly; PATH is
-    only its folder, so no installed CDK CLI can answer instead."""
+    only its folder, so no installed CDK CLI can answer instead. (aws-cdk-lib's runtime, a
+    ``node`` process, starts on import: before PATH is narrowed.)"""
+    import aws_cdk  # noqa: F401
+
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "cdk-argv"
@@ -466,4 +468,30 @@ def test_scaling_a_group_deploys(
     assert "updated in place" in out
     assert "REPLACE" not in out and "DELETE" not in out
     assert out.rstrip().endswith("Resources that hold data replaced or deleted: none")
+    assert fake_cdk.read_text().splitlines()[-1] == "assembly"
+
+
+def test_the_context_of_the_cdk_arguments_reaches_the_synth() -> None:
+    """`make deploy CDK_ARGS='-c destroy_data=true'`: the gate synthesizes, so it passes the
+    context on as the CDK CLI would have (cdk deploy --app <assembly> does not synthesize)."""
+    args = ["--profile", "prod", "-c", "destroy_data=true", "--context", "a=b=c", "-v"]
+    assert deploy_gate._context(args) == {"destroy_data": "true", "a": "b=c"}
+
+
+def test_a_pipeline_file_gates_the_pipeline_stack(
+    fake_cdk: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make deploy CONFIG=config/examples/pipeline.yaml` deploys the pipeline stack (its stages'
+    stacks are the pipeline's to deploy, each behind its own gate): only that stack is read."""
+    aws = StubbedAws()
+    identity(aws)
+    deployed(aws, "ml-research-pipeline", None)
+    code = deploy_gate.main(
+        ["config/examples/pipeline.yaml"], make_clients=aws.make_clients, sleep=lambda _: None
+    )
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    aws.verify()
+    assert "ml-research-pipeline: new stack" in out
+    assert "dev-" not in out and "prod-" not in out
     assert fake_cdk.read_text().splitlines()[-1] == "assembly"
