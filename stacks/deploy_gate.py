@@ -28,6 +28,7 @@ be read: one line each), 3 (stopped: a replacement or deletion that is not allow
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shutil
 import subprocess
@@ -177,11 +178,10 @@ def _retrying(call: Callable[..., Any], sleep: Sleep, **params: Any) -> Any:
 
 def _template_body(body: Any) -> dict[str, Any]:
     """botocore decodes a JSON template; a YAML one (a stack made by hand) stays text."""
-    if isinstance(body, Mapping):
-        return json.loads(json.dumps(body))
-    from cfnlint.decode.cfn_yaml import loads
-
-    return json.loads(json.dumps(loads(str(body))))
+    if not isinstance(body, Mapping):
+        body = importlib.import_module("cfnlint.decode.cfn_yaml").loads(str(body))
+    template: dict[str, Any] = json.loads(json.dumps(body))  # plain dicts, YAML tags resolved
+    return template
 
 
 def deployed_template(cloudformation: Any, stack_name: str, sleep: Sleep) -> dict[str, Any] | None:
@@ -317,9 +317,8 @@ def assumed_clients(
     base: Callable[[str], Any], role_arn: str, region: str, session_name: str = "deploy-gate"
 ) -> Callable[[str], Any]:
     """Clients of ``region`` with the credentials of ``role_arn``, assumed through ``base``'s STS."""
-    import boto3
-    from botocore.config import Config
-
+    boto3 = importlib.import_module("boto3")
+    config = importlib.import_module("botocore.config")
     credentials = base("sts").assume_role(RoleArn=role_arn, RoleSessionName=session_name)[
         "Credentials"
     ]
@@ -329,7 +328,7 @@ def assumed_clients(
         aws_session_token=credentials["SessionToken"],
         region_name=region,
     )
-    settings = Config(retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS})
+    settings = config.Config(retries={"mode": "standard", "max_attempts": MAX_ATTEMPTS})
     clients: dict[str, Any] = {}
 
     def client(service: str) -> Any:

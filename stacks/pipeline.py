@@ -214,10 +214,14 @@ class PipelineStack(cdk.Stack):
         synth output (the stage's assembly); it may assume only the target's look-up role."""
         synthesizer = stage.stacks.network.synthesizer
         assert isinstance(synthesizer, cdk.DefaultStackSynthesizer), synthesizer
+        # the bootstrap's look-up role and qualifier (the defaults), and the synth's cdk.out
+        assert synthesizer.lookup_role is not None and synthesizer.bootstrap_qualifier
+        synth_output = self.synth_step.primary_output
+        assert synth_output is not None
         return pipelines.CodeBuildStep(
             f"Gate-{stage.stage_name}",
             input=self.source,
-            additional_inputs={SYNTH_OUTPUT_DIR: self.synth_step.primary_output},
+            additional_inputs={SYNTH_OUTPUT_DIR: synth_output},
             commands=gate_commands(stage, allow_replace, synthesizer.bootstrap_qualifier),
             partial_build_spec=codebuild.BuildSpec.from_object(
                 {"phases": {"install": {"runtime-versions": {"python": SYNTH_PYTHON}}}}
