@@ -6,7 +6,8 @@ deleted without the user saying so (``make deploy``, and each stage of the pipel
 (``make deploy CONFIG=... ALLOW_REPLACE=...``) synthesizes CONFIG once, into a temporary cloud
 assembly, as ``app.py`` does; reads each of its stacks' current template from CloudFormation
 (``GetTemplate``, stage ``Original``: the template as submitted, like the synthesized one; a
-stack that does not exist, or whose first create rolled back, is all new); compares the two with
+stack that does not exist, or whose first create rolled back, is all new; a stack in another
+account than the caller's through that account's CDK look-up role); compares the two with
 the comparison of ``make update-notes`` (:func:`stacks.update_notes.notes`) and prints the notes.
 It stops with exit 3 when a resource of :data:`stacks.template_changes.STATEFUL_TYPES` (file
 systems, buckets, databases and their secrets and keys, audit log groups, metrics workspaces,
@@ -203,13 +204,15 @@ def deployed_template(cloudformation: Any, stack_name: str, sleep: Sleep) -> dic
 
 
 def deployed_templates(
-    stacks: Sequence[AssemblyStack], clients_of: Callable[[str], Any], sleep: Sleep = time.sleep
+    stacks: Sequence[AssemblyStack],
+    clients_of: Callable[[AssemblyStack], Callable[[str], Any]],
+    sleep: Sleep = time.sleep,
 ) -> Templates:
     """The deployed template of each stack that holds something, by stack name (read in the
-    order of region and name); ``clients_of(region)`` is the client factory of a region."""
+    order of region and name); ``clients_of(stack)`` is the client factory that reads it."""
     found = {}
     for stack in sorted(stacks, key=lambda s: (s.region, s.name)):
-        template = deployed_template(clients_of(stack.region)("cloudformation"), stack.name, sleep)
+        template = deployed_template(clients_of(stack)("cloudformation"), stack.name, sleep)
         if template is not None:
             found[stack.name] = template
     return found
@@ -339,6 +342,36 @@ def assumed_clients(
     return client
 
 
+def stack_clients(
+    make_clients: MakeClients,
+    profile: str | None,
+    identity: Mapping[str, Any],
+    assume: Assume,
+    qualifier: str,
+    *,
+    always_assume: bool,
+) -> Callable[[AssemblyStack], Callable[[str], Any]]:
+    """Clients that read a stack where it is deployed: the caller's own in its account; in any
+    other account (or always, for a pipeline stage), through that account's CDK look-up role,
+    as the CDK CLI reaches a target account through its bootstrap roles. ``identity``: the
+    caller's (STS GetCallerIdentity)."""
+    caller = str(identity["Account"])
+    partition = str(identity["Arn"]).split(":")[1]
+    cache: dict[tuple[str | None, str], Callable[[str], Any]] = {}
+
+    def clients_of(stack: AssemblyStack) -> Callable[[str], Any]:
+        key = (stack.account, stack.region)
+        if key not in cache:
+            base = make_clients(stack.region, profile)
+            if stack.account is not None and (always_assume or stack.account != caller):
+                role = lookup_role_arn(partition, stack.account, stack.region, qualifier)
+                base = assume(base, role, stack.region)
+            cache[key] = base
+        return cache[key]
+
+    return clients_of
+
+
 def _aws_reason(exc: BaseException, clients: Sequence[Any]) -> str | None:
     reason = unavailable_reason(exc, credentials.PROFILE_OPTION) or throttled_reason(exc, clients)
     if reason is None and is_client_error(exc):
@@ -371,6 +404,7 @@ def gate_workstation(
     make_clients: MakeClients,
     sleep: Sleep,
     project_root: Path,
+    assume: Assume,
 ) -> int:
     """``make deploy``: synthesize, gate, then deploy exactly that assembly."""
     prog = "deploy"
@@ -378,13 +412,6 @@ def gate_workstation(
     if not path.is_file():
         raise GateError(f"{config_file} is not a file")
     profile = _profile(cdk_args)
-    factories: dict[str, Callable[[str], Any]] = {}
-
-    def clients_of(region: str) -> Callable[[str], Any]:
-        if region not in factories:
-            factories[region] = make_clients(region, profile)
-        return factories[region]
-
     cdk = shutil.which("cdk")
     if cdk is None:
         raise GateError("the cdk CLI is not on PATH (make deploy runs `source scripts/env.sh`)")
@@ -396,7 +423,15 @@ def gate_workstation(
         return EXIT_UNUSABLE
     for warning in warnings:
         print(warning, file=sys.stderr)
-    identity = clients_of(config.region)("sts").get_caller_identity()
+    identity = make_clients(config.region, profile)("sts").get_caller_identity()
+    clients_of = stack_clients(
+        make_clients,
+        profile,
+        identity,
+        assume,
+        bootstrap_qualifier(project_root),
+        always_assume=False,
+    )
     with tempfile.TemporaryDirectory(prefix="hyperpod-deploy-") as outdir:
         synthesize(
             config,
@@ -446,23 +481,17 @@ def gate_assembly(
     stacks = assembly_stacks(directory)
     if not stacks:
         raise GateError(f"{directory} holds no stack")
-    qualifier = qualifier or bootstrap_qualifier(project_root)
-    factories: dict[str, Callable[[str], Any]] = {}
-
-    def clients_of(region: str) -> Callable[[str], Any]:
-        if region not in factories:
-            base = make_clients(region, None)
-            if lookup_role:
-                accounts = {s.account for s in stacks if s.region == region}
-                if len(accounts) != 1 or None in accounts:
-                    raise GateError(f"the stacks in {region} name no one account: {accounts}")
-                (account,) = accounts
-                partition = str(base("sts").get_caller_identity()["Arn"]).split(":")[1]
-                role = lookup_role_arn(partition, str(account), region, qualifier)
-                base = assume(base, role, region)
-            factories[region] = base
-        return factories[region]
-
+    identity = make_clients(stacks[0].region, None)("sts").get_caller_identity()
+    if lookup_role and any(s.account is None for s in stacks):
+        raise GateError(f"{directory}: a stack names no account, so no look-up role to assume")
+    clients_of = stack_clients(
+        make_clients,
+        None,
+        identity,
+        assume,
+        qualifier or bootstrap_qualifier(project_root),
+        always_assume=lookup_role,
+    )
     before = deployed_templates(stacks, clients_of, sleep)
     after = {stack.name: dict(stack.template) for stack in stacks}
     where = ", ".join(sorted({f"{s.account or '?'}/{s.region}" for s in stacks}))
@@ -530,9 +559,10 @@ def main(
     prog = "deploy" if args.config else f"gate {args.stage or args.assembly}"
     seen: list[Any] = []
 
-    def recording(region: str, profile: str | None) -> Callable[[str], Any]:
-        assert make_clients is not None
-        factory = make_clients(region, profile)
+    assume_role = assume or assumed_clients
+
+    def recorded(factory: Callable[[str], Any]) -> Callable[[str], Any]:
+        """``factory``, keeping each client it makes (their IAM prefixes word a failed call)."""
 
         def client(service: str) -> Any:
             made = factory(service)
@@ -541,6 +571,13 @@ def main(
             return made
 
         return client
+
+    def recording(region: str, profile: str | None) -> Callable[[str], Any]:
+        assert make_clients is not None
+        return recorded(make_clients(region, profile))
+
+    def assuming(base: Callable[[str], Any], role: str, region: str) -> Callable[[str], Any]:
+        return recorded(assume_role(base, role, region))
 
     try:
         allowed = parse_allowed(args.allow_replace)
@@ -552,6 +589,7 @@ def main(
                 make_clients=recording,
                 sleep=sleep,
                 project_root=project_root,
+                assume=assuming,
             )
         return gate_assembly(
             args.assembly,
@@ -561,7 +599,7 @@ def main(
             sleep=sleep,
             project_root=project_root,
             stage=args.stage or str(args.assembly),
-            assume=assume or assumed_clients,
+            assume=assuming,
             qualifier=args.qualifier,
         )
     except GateError as exc:

@@ -105,6 +105,9 @@ def deployed(
 def _gate(
     tmp_path: Path, aws: StubbedAws, templates: Mapping[str, Any], *args: str, **kw: Any
 ) -> int:
+    """Gate ``templates`` as the assembly of stage dev, in the caller's own account (the
+    caller's identity is queued here: the gate asks it first)."""
+    identity(aws)
     assembly = write_assembly(tmp_path / "assembly", templates)
     sleeps: list[float] = kw.pop("sleeps", [])
     return deploy_gate.main(
@@ -314,7 +317,12 @@ def test_no_credentials_and_a_refused_read_are_one_line(
 def test_a_malformed_allowance_is_one_line(
     tmp_path: Path, aws: StubbedAws, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _gate(tmp_path, aws, NEW, "--allow-replace", "HyperPodCluster") == 2
+    assembly = write_assembly(tmp_path / "a", NEW)
+    code = deploy_gate.main(
+        ["--assembly", str(assembly), "--allow-replace", "HyperPodCluster"],
+        make_clients=aws.make_clients,
+    )
+    assert code == 2
     assert "ALLOW_REPLACE: 'HyperPodCluster' is not <stack>/<logical id>" in capsys.readouterr().err
 
 
@@ -324,7 +332,7 @@ def test_the_pipeline_reads_through_the_target_accounts_lookup_role(
     """CodeBuild runs as the tooling account; the stage's stacks are in another account."""
     target = "444455556666"
     assembly = write_assembly(tmp_path / "assembly", NEW, account=target)
-    identity(aws)  # the partition of the caller's ARN
+    identity(aws)  # the caller's account and partition
     assumed: list[str] = []
     target_aws = StubbedAws()
 
@@ -338,6 +346,31 @@ def test_the_pipeline_reads_through_the_target_accounts_lookup_role(
         ["--assembly", str(assembly), "--lookup-role"], make_clients=aws.make_clients, assume=assume
     )
     assert code == 0
+    assert assumed == [f"arn:aws:iam::{target}:role/cdk-hnb659fds-lookup-role-{target}-us-west-2"]
+    target_aws.verify()
+
+
+def test_a_stack_in_another_account_is_read_through_its_lookup_role(
+    tmp_path: Path, aws: StubbedAws
+) -> None:
+    """The CDK CLI deploys into the config's account through its bootstrap roles; reading that
+    account with the caller's own credentials would find no stack and let everything through."""
+    target = "444455556666"
+    assembly = write_assembly(tmp_path / "assembly", NEW, account=target)
+    identity(aws)
+    target_aws = StubbedAws()
+    assumed: list[str] = []
+
+    def assume(base: Any, role_arn: str, region: str) -> Any:
+        assumed.append(role_arn)
+        return target_aws
+
+    deployed(target_aws, "env-network", NEW["env-network"])
+    deployed(target_aws, "env-storage", {"Resources": {"Fs": _fsx("HDD")}})
+    code = deploy_gate.main(
+        ["--assembly", str(assembly)], make_clients=aws.make_clients, assume=assume
+    )
+    assert code == 3
     assert assumed == [f"arn:aws:iam::{target}:role/cdk-hnb659fds-lookup-role-{target}-us-west-2"]
     target_aws.verify()
 
@@ -484,14 +517,28 @@ def test_a_pipeline_file_gates_the_pipeline_stack(
     """`make deploy CONFIG=config/examples/pipeline.yaml` deploys the pipeline stack (its stages'
     stacks are the pipeline's to deploy, each behind its own gate): only that stack is read."""
     aws = StubbedAws()
-    identity(aws)
-    deployed(aws, "ml-research-pipeline", None)
+    identity(aws, account="999988887777")  # a deployment account; the pipeline's is another
+    tooling = StubbedAws()
+    assumed: list[str] = []
+
+    def assume(base: Any, role_arn: str, region: str) -> Any:
+        assumed.append(role_arn)
+        return tooling
+
+    deployed(tooling, "ml-research-pipeline", None)
     code = deploy_gate.main(
-        ["config/examples/pipeline.yaml"], make_clients=aws.make_clients, sleep=lambda _: None
+        ["config/examples/pipeline.yaml"],
+        make_clients=aws.make_clients,
+        sleep=lambda _: None,
+        assume=assume,
     )
     out, err = capsys.readouterr()
     assert code == 0, err
     aws.verify()
+    tooling.verify()
+    assert assumed == [
+        "arn:aws:iam::111122223333:role/cdk-hnb659fds-lookup-role-111122223333-us-west-2"
+    ]
     assert "ml-research-pipeline: new stack" in out
     assert "dev-" not in out and "prod-" not in out
     assert fake_cdk.read_text().splitlines()[-1] == "assembly"
