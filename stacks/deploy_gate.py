@@ -72,8 +72,12 @@ EXIT_STOPPED = DATA_LOSS_EXIT
 CDK_DEPLOY = ("deploy", "--all", "--concurrency", "4", "--require-approval", "broadening")
 
 # Stacks in these states have no resources to lose: the first create was never executed
-# (a change set under review) or failed and rolled back (the CDK CLI deletes and re-creates it).
+# (a change set under review) or failed and rolled back, which the CDK CLI deletes before it
+# creates the stack again (aws-cdk 2.1148.1 lib/index.js: StackStatus.isCreationFailure is
+# ROLLBACK_COMPLETE or ROLLBACK_FAILED, "Deleting it before attempting to re-create it").
 NOTHING_DEPLOYED_STATES = frozenset({"REVIEW_IN_PROGRESS", "ROLLBACK_COMPLETE"})
+# A first create whose rollback failed may still hold resources, which that deletion would take.
+HALF_DEPLOYED_STATES = frozenset({"ROLLBACK_FAILED"})
 
 # Our own attempts at a throttled CloudFormation read, on top of botocore's standard retries
 # (a gate that gives up on throttling would only make the user run it again); seconds between.
@@ -195,8 +199,15 @@ def deployed_template(cloudformation: Any, stack_name: str, sleep: Sleep) -> dic
         if error_code(exc) == "ValidationError" and "does not exist" in error_message(exc):
             return None
         raise
-    if answer["Stacks"][0]["StackStatus"] in NOTHING_DEPLOYED_STATES:
+    status = answer["Stacks"][0]["StackStatus"]
+    if status in NOTHING_DEPLOYED_STATES:
         return None
+    if status in HALF_DEPLOYED_STATES:
+        raise GateError(
+            f"stack {stack_name} is {status}: the CDK CLI would delete it, with whatever it still "
+            "holds, before creating it again; see what is left in the CloudFormation console and "
+            "delete the stack yourself first"
+        )
     template = _retrying(
         cloudformation.get_template, sleep, StackName=stack_name, TemplateStage="Original"
     )

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from ops.ops_testkit import ACCOUNT, StubbedAws, identity
-from stack_testkit import config_data, with_changes
+from stack_testkit import PROJECT_ROOT, config_data, with_changes
 
 from hyperpod_cdk.ops.aws import AwsUnavailable
 from stacks import deploy_gate
@@ -208,6 +208,32 @@ def test_a_stack_not_yet_deployed_is_all_new(
         deployed(aws, "env-storage", {"Resources": {"Fs": _fsx("HDD")}}, status=status)
     assert _gate(tmp_path, aws, NEW) == 0
     assert "env-storage: new stack (1 resources)" in capsys.readouterr().out
+
+
+def test_a_first_create_whose_rollback_failed_stops_in_one_line(
+    tmp_path: Path, aws: StubbedAws, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CDK CLI deletes such a stack before it creates it again: what it still holds would
+    go without the gate seeing it."""
+    deployed(aws, "env-network", NEW["env-network"])
+    aws.stub("cloudformation").add_response(
+        "describe_stacks",
+        {
+            "Stacks": [
+                {
+                    "StackName": "env-storage",
+                    "CreationTime": "2026-11-01T00:00:00Z",
+                    "StackStatus": "ROLLBACK_FAILED",
+                }
+            ]
+        },
+        {"StackName": "env-storage"},
+    )
+    assert _gate(tmp_path, aws, NEW) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "gate dev: stack env-storage is ROLLBACK_FAILED: the CDK CLI would delete it"
+    )
 
 
 def test_throttling_is_retried(tmp_path: Path, aws: StubbedAws) -> None:
@@ -542,3 +568,28 @@ def test_a_pipeline_file_gates_the_pipeline_stack(
     assert "ml-research-pipeline: new stack" in out
     assert "dev-" not in out and "prod-" not in out
     assert fake_cdk.read_text().splitlines()[-1] == "assembly"
+
+
+def test_the_lookup_role_is_the_one_cdk_bootstrap_makes() -> None:
+    """Source: the pinned aws-cdk CLI's bootstrap template
+    (node_modules/aws-cdk/lib/api/bootstrap/bootstrap-template.yaml, LookupRole): its name, its
+    ReadOnlyAccess, and a trust that covers the `--trust` accounts (TrustedAccounts), which the
+    pipeline's target accounts already give the tooling account."""
+    template = yaml.safe_load(
+        (
+            PROJECT_ROOT / "node_modules/aws-cdk/lib/api/bootstrap/bootstrap-template.yaml"
+        ).read_text()
+    )
+    role = template["Resources"]["LookupRole"]["Properties"]
+    name = role["RoleName"]["Fn::Sub"]
+    assert name == deploy_gate.LOOKUP_ROLE_NAME.format(
+        qualifier="${Qualifier}", account="${AWS::AccountId}", region="${AWS::Region}"
+    )
+    assert {"Fn::Sub": "arn:${AWS::Partition}:iam::aws:policy/ReadOnlyAccess"} in role[
+        "ManagedPolicyArns"
+    ]
+    trusted = json.dumps(role["AssumeRolePolicyDocument"])
+    assert '"Ref": "TrustedAccounts"' in trusted
+    assert deploy_gate.lookup_role_arn("aws", "444455556666", "us-west-2", "hnb659fds") == (
+        "arn:aws:iam::444455556666:role/cdk-hnb659fds-lookup-role-444455556666-us-west-2"
+    )
