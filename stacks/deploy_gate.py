@@ -153,18 +153,26 @@ def synthesize(
     """Synthesize a loaded config into ``outdir`` as ``app.py`` does under the CDK CLI (an
     environment file, or a pipeline file and its stages); ``account``: the deploying account,
     for an environment that names none (the CLI's CDK_DEFAULT_ACCOUNT)."""
+    from jsii.errors import JSIIError
+
     from stacks.app_builder import build_app, build_pipeline_app, new_app
 
     app = new_app(context=dict(context), outdir=str(outdir))
-    if isinstance(config, PipelineFileConfig):
-        build_pipeline_app(
-            config, stages, pipeline_file=config_file, app=app, project_root=project_root
-        )
-    else:
-        if config.account is None and account:
-            config = config.model_copy(update={"account": account})
-        build_app(config, app=app, project_root=project_root)
-    app.synth()
+    try:
+        if isinstance(config, PipelineFileConfig):
+            build_pipeline_app(
+                config, stages, pipeline_file=config_file, app=app, project_root=project_root
+            )
+        else:
+            if config.account is None and account:
+                config = config.model_copy(update={"account": account})
+            build_app(config, app=app, project_root=project_root)
+        app.synth()
+    except JSIIError as exc:  # an unacknowledged cdk-nag finding (the report is printed above)
+        lines = str(exc).strip().splitlines()
+        raise GateError(
+            f"the synth failed, nothing is deployed: {lines[0] if lines else exc}"
+        ) from None
 
 
 # -- what is deployed --------------------------------------------------------------------------

@@ -553,7 +553,7 @@ def test_a_pipeline_file_gates_the_pipeline_stack(
 
     deployed(tooling, "ml-research-pipeline", None)
     code = deploy_gate.main(
-        ["config/examples/pipeline.yaml"],
+        [str(PROJECT_ROOT / "config/examples/pipeline.yaml")],
         make_clients=aws.make_clients,
         sleep=lambda _: None,
         assume=assume,
@@ -593,3 +593,31 @@ def test_the_lookup_role_is_the_one_cdk_bootstrap_makes() -> None:
     assert deploy_gate.lookup_role_arn("aws", "444455556666", "us-west-2", "hnb659fds") == (
         "arn:aws:iam::444455556666:role/cdk-hnb659fds-lookup-role-444455556666-us-west-2"
     )
+
+
+def test_a_failed_synth_is_one_line_and_deploys_nothing(
+    fake_cdk: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cdk-nag fails the synth with a jsii error (its report printed before): no traceback."""
+    from jsii.errors import JSIIError
+
+    from stacks import app_builder
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise JSIIError("ValidationFailed: ERROR an unacknowledged finding\nat ...")
+
+    monkeypatch.setattr(app_builder, "build_app", failing)
+    aws = StubbedAws()
+    identity(aws)
+    assert (
+        deploy_gate.main(
+            [str(PROJECT_ROOT / "config/examples/minimal.yaml")], make_clients=aws.make_clients
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "deploy: the synth failed, nothing is deployed: ValidationFailed: ERROR an unacknowledged "
+        "finding"
+    )
+    assert not fake_cdk.exists()
+    aws.verify()
