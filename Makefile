@@ -13,6 +13,8 @@ CDK_ARGS ?=
 PYTEST_ARGS ?=
 # extra arguments for preflight/status (e.g. OPS_ARGS='--profile prod')
 OPS_ARGS ?=
+# make deploy: the replacements and deletions of data or a cluster to let through (stack/LogicalId,...)
+ALLOW_REPLACE ?=
 # make update-notes: the earlier config, a file or git:REV (the same path at a git revision)
 BASE ?= git:HEAD
 # make verify: a comma list of checks (empty: all)
@@ -61,9 +63,10 @@ init: bootstrap-python ## write a commented starting config (never overwrites; o
 validate: bootstrap-python ## validate CONFIG only (no synth, no AWS)
 	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.config "$(CONFIG)"
 
-deploy: bootstrap ## deploy every stack of CONFIG (needs AWS credentials)
+# make deploy: stop (exit 3) before replacing or deleting what holds data or a cluster, unless allowed
+deploy: bootstrap ## deploy every stack of CONFIG after the data-loss gate (needs AWS credentials; ALLOW_REPLACE=<stack>/<id>,...)
 	@$(CREDENTIALS) deploy "$(CONFIG)" $(CDK_ARGS)
-	@$(CDK) deploy --all --concurrency 4 --require-approval broadening -c config="$(CONFIG)" $(CDK_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m stacks.deploy_gate "$(CONFIG)" --allow-replace "$(ALLOW_REPLACE)" -- $(CDK_ARGS)
 
 diff: bootstrap ## diff every stack of CONFIG against the deployed ones (needs AWS credentials)
 	@$(CREDENTIALS) diff "$(CONFIG)" $(CDK_ARGS)

@@ -2,8 +2,11 @@
 
 Order of a run: Source (the CodeConnections repository) -> Build (``make test``, then a synth
 of the same pipeline file) -> UpdatePipeline (self-mutation) -> Assets -> one stage per
-``pipeline.stages[]`` entry, in file order, each in its own account and region, a manual
-approval first where the stage says ``approval: true``.
+``pipeline.stages[]`` entry, in file order, each in its own account and region: first its deploy
+gate (``Gate-<stage>``: the stage's assembly against its deployed templates, as ``make deploy``
+compares them; it stops the stage before a replacement or deletion of data or a cluster that the
+stage's ``allow_replace`` does not name), then a manual approval where the stage says
+``approval: true``, then its stacks.
 
 Each stage holds the stacks a workstation deploy makes (:func:`stacks.environment.build_environment`,
 the same factory), named ``<stage>-<name>-<kind>``. Data safety: the ``destroy_data`` context
@@ -65,6 +68,20 @@ def synth_commands(pipeline_file: PurePosixPath) -> list[str]:
     ``pipeline_file`` is relative to the repository root, where CodeBuild starts.
     """
     return ["make test", f"make synth CONFIG={shlex.quote(str(pipeline_file))}"]
+
+
+def gate_commands(stage: cdk.Stage, allow_replace: Sequence[str], qualifier: str) -> list[str]:
+    """The deploy gate of a stage (stacks.deploy_gate, as ``make deploy`` runs it): the stage's
+    nested assembly of the synth output against the templates deployed in the target account,
+    read through its CDK bootstrap look-up role; the build fails (exit 3, the notes in its log)
+    before a replacement or deletion of data or a cluster that ``allow_replace`` does not name."""
+    assembly = f"{SYNTH_OUTPUT_DIR}/{stage.artifact_id}"
+    return [
+        "scripts/bootstrap.sh python",
+        f".venv/bin/python -m stacks.deploy_gate --assembly {shlex.quote(assembly)} "
+        f"--stage {shlex.quote(stage.stage_name)} --lookup-role --qualifier {shlex.quote(qualifier)} "
+        f"--allow-replace {shlex.quote(','.join(allow_replace))}",
+    ]
 
 
 def clone_permissions(connection_arn: str) -> list[iam.PolicyStatement]:
@@ -136,24 +153,26 @@ class PipelineStack(cdk.Stack):
         apply_account_settings(self, {"hyperpod-pipeline": config.name, **config.tags}, config.iam)
 
         source = config.pipeline
+        self.source = pipelines.CodePipelineSource.connection(
+            source.repository,
+            source.branch,
+            connection_arn=source.connection_arn,
+            # CodeBuild clones the repository: file modes (the lifecycle scripts'
+            # executable bits, part of their content hash) and symlinks stay as
+            # committed, which CodePipeline's source zip does not promise
+            code_build_clone_output=True,
+        )
+        self.synth_step = pipelines.ShellStep(
+            "Synth",
+            input=self.source,
+            commands=synth_commands(pipeline_file),
+            primary_output_directory=SYNTH_OUTPUT_DIR,
+        )
         self.pipeline = pipelines.CodePipeline(
             self,
             "Pipeline",
             pipeline_name=config.name,
-            synth=pipelines.ShellStep(
-                "Synth",
-                input=pipelines.CodePipelineSource.connection(
-                    source.repository,
-                    source.branch,
-                    connection_arn=source.connection_arn,
-                    # CodeBuild clones the repository: file modes (the lifecycle scripts'
-                    # executable bits, part of their content hash) and symlinks stay as
-                    # committed, which CodePipeline's source zip does not promise
-                    code_build_clone_output=True,
-                ),
-                commands=synth_commands(pipeline_file),
-                primary_output_directory=SYNTH_OUTPUT_DIR,
-            ),
+            synth=self.synth_step,
             # stages deploy to other accounts: the artifact bucket needs a KMS key they can use
             cross_account_keys=True,
             enable_key_rotation=True,
@@ -171,18 +190,51 @@ class PipelineStack(cdk.Stack):
             ),
         )
 
-    def add_environment(self, stage: EnvironmentStage, *, approval: bool) -> None:
-        """Deploy ``stage`` after the stages added before it; ``approval``: a manual approval first."""
-        pre: list[pipelines.Step] = []
+    def add_environment(
+        self, stage: EnvironmentStage, *, approval: bool, allow_replace: Sequence[str] = ()
+    ) -> None:
+        """Deploy ``stage`` after the stages added before it: first its deploy gate (which lets
+        through the replacements and deletions ``allow_replace`` names), then, with
+        ``approval``, a manual approval (whose approver can read the gate's notes)."""
+        gate = self._gate_step(stage, allow_replace)
+        pre: list[pipelines.Step] = [gate]
         if approval:
-            pre.append(
-                pipelines.ManualApprovalStep(
-                    f"Approve-{stage.stage_name}",
-                    comment=f"Deploy HyperPod environment {stage.config.name} to "
-                    f"{stage.config.account} ({stage.config.region})?",
-                )
+            approve = pipelines.ManualApprovalStep(
+                f"Approve-{stage.stage_name}",
+                comment=f"Deploy HyperPod environment {stage.config.name} to "
+                f"{stage.config.account} ({stage.config.region})? The Gate-{stage.stage_name} "
+                "log holds what it replaces and deletes.",
             )
+            approve.add_step_dependency(gate)
+            pre.append(approve)
         self.pipeline.add_stage(stage, pre=pre)
+
+    def _gate_step(self, stage: EnvironmentStage, allow_replace: Sequence[str]) -> pipelines.Step:
+        """The stage's deploy gate, in CodeBuild with the repository (the gate's code) and the
+        synth output (the stage's assembly); it may assume only the target's look-up role."""
+        synthesizer = stage.stacks.network.synthesizer
+        assert isinstance(synthesizer, cdk.DefaultStackSynthesizer), synthesizer
+        # the bootstrap's look-up role and qualifier (the defaults), and the synth's cdk.out
+        assert synthesizer.lookup_role is not None and synthesizer.bootstrap_qualifier
+        synth_output = self.synth_step.primary_output
+        assert synth_output is not None
+        return pipelines.CodeBuildStep(
+            f"Gate-{stage.stage_name}",
+            input=self.source,
+            additional_inputs={SYNTH_OUTPUT_DIR: synth_output},
+            commands=gate_commands(stage, allow_replace, synthesizer.bootstrap_qualifier),
+            partial_build_spec=codebuild.BuildSpec.from_object(
+                {"phases": {"install": {"runtime-versions": {"python": SYNTH_PYTHON}}}}
+            ),
+            role_policy_statements=[
+                iam.PolicyStatement(
+                    sid="ReadTheDeployedTemplates",
+                    actions=["sts:AssumeRole"],
+                    # arn:${AWS::Partition}:iam::<account>:role/cdk-<qualifier>-lookup-role-...
+                    resources=[cdk.Fn.sub(synthesizer.lookup_role)],
+                )
+            ],
+        )
 
     def build(self) -> None:
         """Create the CodePipeline now (not at synth), so its findings can be acknowledged."""
@@ -338,6 +390,18 @@ def acknowledge_pipeline_findings(pipeline: pipelines.CodePipeline) -> None:
     _iam5(synth_policy, _ARTIFACT_KEY, *key)
     project_logs(synth_policy, synth)
 
+    # each stage's deploy gate: reads the synth output, writes only its own logs and reports
+    for stage in code_pipeline.stages:
+        for action in stage.actions:
+            name = action.action_properties.action_name
+            if not name.startswith("Gate-"):
+                continue
+            gate = _child(code_pipeline, f"{stage.stage_name}/{name}/{name}")
+            gate_policy = _child(gate, "Role/DefaultPolicy")
+            _iam5(gate_policy, _ARTIFACTS, *read)
+            _iam5(gate_policy, _ARTIFACT_KEY, *key)
+            project_logs(gate_policy, gate)
+
     # self-mutation: the CDK CLI deploys the pipeline stack with the tooling account's bootstrap
     mutation = _child(pipeline, "UpdatePipeline/SelfMutation")
     mutation_policy = _child(mutation, "Role/DefaultPolicy")
@@ -421,7 +485,9 @@ def build_delivery_pipeline(
         stage = EnvironmentStage(
             scope, loaded.name, config=loaded.config, project_root=project_root
         )
-        pipeline.add_environment(stage, approval=loaded.stage.approval)
+        pipeline.add_environment(
+            stage, approval=loaded.stage.approval, allow_replace=loaded.stage.allow_replace
+        )
         built.stages.append(stage)
     pipeline.build()
     return built

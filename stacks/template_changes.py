@@ -364,7 +364,11 @@ def resource_changes(
 ) -> list[ResourceChange]:
     """Every resource that deploying ``after`` over ``before`` adds, updates, replaces or deletes,
     stack by stack (in the order of ``after``, then stacks only ``before`` has), each stack's
-    resources in logical-id order."""
+    resources in logical-id order.
+
+    A resource whose own text is unchanged is still a ``replace`` when a create-only property
+    refers (``Ref``, ``Fn::GetAtt``, ``Fn::GetStackOutput``, ``Fn::ImportValue``, a parameter)
+    to a resource that is replaced, in whatever stack that one lives, transitively."""
     comparison = _Comparison(before, after, region)
     changes: list[ResourceChange] = []
     stacks = [*after, *(name for name in before if name not in after)]
@@ -407,12 +411,14 @@ def resource_changes(
                 )
             elif logical_id not in old:
                 changes.append(ResourceChange(stack, logical_id, new[logical_id]["Type"], "add"))
-            elif _comparable(old[logical_id]) != _comparable(new[logical_id]):
-                why = comparison.replaced(stack, logical_id) if stack in before else None
+            else:
+                # also a resource whose text is the same: a create-only reference to a resource
+                # replaced elsewhere (another stack's output, an export) replaces it too
+                why = comparison.replaced(stack, logical_id)
                 resource_type = new[logical_id]["Type"]
                 if why is not None:
                     changes.append(ResourceChange(stack, logical_id, resource_type, "replace", why))
-                else:
+                elif _comparable(old[logical_id]) != _comparable(new[logical_id]):
                     changes.append(
                         ResourceChange(
                             stack,

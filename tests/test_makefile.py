@@ -27,20 +27,37 @@ def _recipes() -> dict[str, list[str]]:
     return recipes
 
 
-@pytest.mark.parametrize("target", ["synth", "deploy", "diff", "destroy"])
-def test_every_cdk_option_of_the_target_is_known_to_the_pinned_cli(target: str) -> None:
-    (line,) = [r for r in _recipes()[target] if "$(CDK)" in r]
-    command = line.split("$(CDK)", 1)[1].split()[0]
-    options = [w.split("=")[0] for w in line.split() if w.startswith("--")]
-    help_text = subprocess.run(
+def _cli_help(command: str) -> str:
+    return subprocess.run(
         [str(CDK), command, "--help"], capture_output=True, text=True, timeout=120, check=False,
         env={"PATH": f"{ROOT / 'node_modules' / '.bin'}:/usr/bin:/bin", "HOME": str(ROOT)},
     ).stdout  # fmt: skip
+
+
+def _assert_known(target: str, command: str, options: list[str]) -> None:
+    help_text = _cli_help(command)
     assert f"cdk {command}" in help_text
     for option in options:
         assert re.search(rf"(^|\s){re.escape(option)}(\s|,|$)", help_text, re.M), (
             f"make {target}: the pinned cdk CLI has no {option} for `cdk {command}`"
         )
+
+
+@pytest.mark.parametrize("target", ["synth", "diff", "destroy"])
+def test_every_cdk_option_of_the_target_is_known_to_the_pinned_cli(target: str) -> None:
+    (line,) = [r for r in _recipes()[target] if "$(CDK)" in r]
+    command = line.split("$(CDK)", 1)[1].split()[0]
+    _assert_known(target, command, [w.split("=")[0] for w in line.split() if w.startswith("--")])
+
+
+def test_the_deploy_gate_runs_cdk_deploy_with_options_the_pinned_cli_knows() -> None:
+    """make deploy runs the gate (stacks.deploy_gate), which runs ``cdk deploy --app <assembly>``."""
+    from stacks.deploy_gate import CDK_DEPLOY
+
+    (line,) = [r for r in _recipes()["deploy"] if "stacks.deploy_gate" in r]
+    assert '"$(CONFIG)" --allow-replace "$(ALLOW_REPLACE)" -- $(CDK_ARGS)' in line
+    command, *words = CDK_DEPLOY
+    _assert_known("deploy", command, ["--app", *(w for w in words if w.startswith("--"))])
 
 
 def _make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -67,7 +84,7 @@ def test_every_recipe_quotes_the_config_path() -> None:
 def test_the_credentials_are_checked_before_the_cdk_cli_runs(target: str) -> None:
     lines = _recipes()[target]
     assert lines[0].startswith(f'@$(CREDENTIALS) {target} "$(CONFIG)" $(CDK_ARGS)')
-    assert "$(CDK)" in lines[1]
+    assert ("stacks.deploy_gate" if target == "deploy" else "$(CDK)") in lines[1]
 
 
 def test_make_diff_without_credentials_says_so_in_one_line(tmp_path: Path) -> None:

@@ -323,3 +323,62 @@ def test_issue_paths_of_a_stage_are_the_stage_key() -> None:
     assert str(Issue("pipeline.stages[0].config", "envs/dev.yaml: x: y")).startswith(
         "config error: pipeline.stages[0].config: "
     )
+
+
+# -- allow_replace: what a stage's deploy gate lets through ------------------------------------
+
+
+def _entries(**allow: list[str]) -> list[dict[str, Any]]:
+    return [
+        {"name": "dev", "config": "envs/dev.yaml", "allow_replace": allow.get("dev", [])},
+        {"name": "prod", "config": "envs/prod.yaml", "allow_replace": allow.get("prod", [])},
+    ]
+
+
+def test_allow_replace_names_the_stages_own_stacks(root: Path) -> None:
+    write_pipeline(root)  # the stage files
+    path = write_pipeline(root, entries=_entries(prod=["prod-research-cluster/HyperPodCluster"]))
+    cfg, _ = validate_file(path, root)
+    assert isinstance(cfg, PipelineFileConfig)
+    stages, _ = load_stages(cfg, path, root)
+    assert [s.stage.allow_replace for s in stages] == [
+        [],
+        ["prod-research-cluster/HyperPodCluster"],
+    ]
+
+
+def test_allow_replace_entries_are_checked_each_at_its_key(root: Path) -> None:
+    write_pipeline(root)
+    path = write_pipeline(
+        root,
+        entries=_entries(
+            dev=["HyperPodCluster", "dev-research-storage/FileSystem"],
+            prod=[
+                "dev-research-cluster/HyperPodCluster",  # the other stage's stack
+                "prod-research-storage/FileSystem",
+                "prod-research-storage/FileSystem",
+            ],
+        ),
+    )
+    assert problems(path, root) == [
+        "config error: pipeline.stages[0].allow_replace[0]: 'HyperPodCluster' is not valid; use "
+        "<stack>/<logical id> as the deploy gate names it, e.g. "
+        "prod-research-cluster/HyperPodCluster"
+    ]
+    path = write_pipeline(
+        root,
+        entries=_entries(
+            prod=[
+                "dev-research-cluster/HyperPodCluster",
+                "prod-research-storage/FileSystem",
+                "prod-research-storage/FileSystem",
+            ]
+        ),
+    )
+    assert problems(path, root) == [
+        "config error: pipeline.stages[1].allow_replace[0]: 'dev-research-cluster/HyperPodCluster' "
+        "names stack 'dev-research-cluster', which is not a stack of stage 'prod': its stacks are "
+        "named prod-research-<kind> (e.g. prod-research-cluster/HyperPodCluster)",
+        "config error: pipeline.stages[1].allow_replace[2]: 'prod-research-storage/FileSystem' is "
+        "listed twice; name each resource once",
+    ]

@@ -233,6 +233,59 @@ def test_a_manual_approval_runs_before_any_prod_deploy_and_none_before_dev(
     assert [s.name for s in pipeline.stages if s.stage.approval] == ["prod"]
 
 
+@pytest.mark.parametrize("name", STAGES)
+def test_each_stage_runs_the_deploy_gate_before_any_deploy(
+    pipeline: PipelineSynth, name: str
+) -> None:
+    """The gate (stacks.deploy_gate, as `make deploy` runs it) reads the stage's assembly of the
+    synth output and the deployed templates through the target's CDK look-up role, and runs
+    before the approval and every deploy action: a stopped gate fails the stage."""
+    config = pipeline.stage(name).config
+    [gate] = [a for a in pipeline.actions(name, "Build") if a["Name"] == f"Gate-{name}"]
+    commands = [
+        c
+        for phase in pipeline.buildspec(gate)["phases"].values()
+        for c in phase.get("commands", [])
+    ]
+    assert commands[-1] == (
+        f".venv/bin/python -m stacks.deploy_gate --assembly cdk.out/assembly-{name} --stage {name} "
+        "--lookup-role --qualifier hnb659fds --allow-replace ''"
+    )
+    assert (pipeline.stage_dir(name) / "manifest.json").is_file()
+    assert pipeline.stage_dir(name).name == f"assembly-{name}"
+    later = [a for a in pipeline.actions(name) if a is not gate]
+    assert later and all(a["RunOrder"] > gate["RunOrder"] for a in later)
+    # the repository (the gate's code) and the synth output (cdk.out) are its inputs
+    assert len(gate["InputArtifacts"]) == 2
+    # it may assume exactly the target's look-up role (ReadOnlyAccess, from `cdk bootstrap`)
+    role = pipeline.project(gate)["ServiceRole"]["Fn::GetAtt"][0]
+    [policy] = [
+        r["Properties"]["PolicyDocument"]
+        for r in pipeline.resources("AWS::IAM::Policy").values()
+        if {"Ref": role} in r["Properties"]["Roles"]
+    ]
+    assumed = [
+        s for s in policy["Statement"] if "sts:AssumeRole" in json.dumps(s.get("Action", ""))
+    ]
+    assert [arn_text(s["Resource"]) for s in assumed] == [
+        f"arn:${{AWS::Partition}}:iam::{config.account}:role/"
+        f"cdk-hnb659fds-lookup-role-{config.account}-{config.region}"
+    ]
+
+
+def test_a_stage_lets_through_what_its_allow_replace_names(tmp_path: Path) -> None:
+    config, stages = load_shipped()
+    prod = stages[1]
+    allowed = [f"prod-{prod.config.name}-cluster/HyperPodCluster"]
+    stages[1] = type(prod)(
+        prod.stage.model_copy(update={"allow_replace": allowed}), prod.config, prod.path
+    )
+    synth = synthesize_pipeline(config, stages, tmp_path, nag=False)
+    [gate] = [a for a in synth.actions("prod", "Build") if a["Name"] == "Gate-prod"]
+    command = synth.buildspec(gate)["phases"]["build"]["commands"][-1]
+    assert command.endswith(f"--allow-replace {allowed[0]}")
+
+
 # -- compliance ----------------------------------------------------------------------------------
 
 

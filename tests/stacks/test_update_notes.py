@@ -220,3 +220,119 @@ def test_a_git_base_reads_the_config_at_that_revision(
     assert code == 0
     changes = yaml.safe_load(out)  # JSON is YAML
     assert changes and {c["action"] for c in changes} == {"update"}
+
+
+# -- replacements that travel through references (security review M6) ---------------------------
+
+
+def test_an_unchanged_resource_that_refers_to_a_replaced_one_in_another_stack_is_replaced() -> None:
+    """The consumer's text is the same; its create-only SubnetIds names an output whose value is
+    the subnet that is replaced: CloudFormation replaces the file system when it re-reads it."""
+    subnet = {"Type": "AWS::EC2::Subnet", "Properties": {"CidrBlock": "10.1.0.0/16"}}
+    network = {
+        "Resources": {"Sub": subnet},
+        "Outputs": {"SubnetOut": {"Value": {"Ref": "Sub"}}},
+    }
+    fs = {
+        "Type": FSX,
+        "DeletionPolicy": "Retain",
+        "Properties": {
+            "StorageType": "SSD",
+            "SubnetIds": [{"Fn::GetStackOutput": {"StackName": "net", "OutputName": "SubnetOut"}}],
+        },
+    }
+    before = {"net": network, "storage": _template(Fs=fs)}
+    moved = {**subnet, "Properties": {"CidrBlock": "10.2.0.0/16"}}
+    after = {"net": {**network, "Resources": {"Sub": moved}}, "storage": _template(Fs=fs)}
+    changes = _by_id(resource_changes(before, after))
+    assert changes["Fs"].action == "replace", changes
+    assert "output net.SubnetOut" in changes["Fs"].why
+    assert changes["Fs"].stateful
+    text = update_notes.render(
+        update_notes.notes(before, after, "us-west-2"), before, after, title="t"
+    )
+    assert "storage: 1 replaced" in text
+    assert text.endswith("Resources that hold data replaced or deleted: storage/Fs")
+
+
+@pytest.fixture(scope="module")
+def full(build_variant: Any) -> Any:
+    return build_variant({}, base="full", nag=False)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        pytest.param({"network.availability_zone_id": "usw2-az1"}, id="availability_zone_id"),
+        pytest.param({"network.compute_cidr": "10.3.0.0/16"}, id="compute_cidr"),
+    ],
+)
+def test_a_new_compute_subnet_reports_the_file_system_and_the_cluster_replaced(
+    build_variant: Any, full: Any, changes: dict[str, Any]
+) -> None:
+    """full.yaml: both change the HyperPod subnet (create-only AvailabilityZoneId/CidrBlock);
+    the Lustre file system (SubnetIds) and the cluster (VpcConfig) reach it by weak cross-stack
+    references (Fn::GetStackOutput) and are replaced with it, in their own stacks."""
+    after = build_variant(changes, base="full", nag=False)
+    changes_ = update_notes.notes(full.templates, after.templates, "us-west-2")
+    replaced = {(c.stack, c.logical_id) for c in changes_ if c.action == "replace"}
+    assert (full.stack_name("storage"), "FileSystem") in replaced, replaced
+    assert (full.stack_name("cluster"), "HyperPodCluster") in replaced, replaced
+    text = update_notes.render(changes_, full.templates, after.templates, title="t")
+    lost = text.splitlines()[-1]
+    assert f"{full.stack_name('storage')}/FileSystem" in lost
+    assert f"{full.stack_name('cluster')}/HyperPodCluster" in lost
+
+
+# -- per-item ids from what the item is (security review M7) -------------------------------------
+
+ACCESS_ENTRY = "AWS::EKS::AccessEntry"
+
+
+def test_removing_the_first_principal_of_a_team_deletes_its_entry_alone(
+    build_variant: Any, east: Any
+) -> None:
+    """eks-full's team research: ResearchScientists, then PlatformAdmin (an admin: its entry is
+    the admin one); team applied: AppliedScientists. With ids by list position the applied
+    entry moved to a new id, which CloudFormation creates before it deletes the old one, and
+    EKS refuses a second entry for the same principal: the deploy rolled back."""
+    removed = build_variant(
+        {
+            **US_EAST_1,
+            "eks.task_governance.teams[0].principals": [
+                "arn:aws:iam::111122223333:role/PlatformAdmin"
+            ],
+        },
+        base="eks-full",
+        nag=False,
+    )
+    changes = [c for c in _notes(east, removed) if c.resource_type == ACCESS_ENTRY]
+    assert [(c.action, c.new_logical_id) for c in changes] == [("delete", None)], changes
+    (gone,) = changes
+    old = east.templates[gone.stack]["Resources"][gone.logical_id]["Properties"]
+    assert old["PrincipalArn"] == "arn:aws:iam::111122223333:role/ResearchScientists"
+
+
+def test_removing_the_first_admin_leaves_the_next_admins_entry_alone(
+    build_variant: Any, east: Any
+) -> None:
+    """eks-full's admins: PlatformAdmin (also in team research), then CiDeploy. PlatformAdmin's
+    admin entry goes and its team entry comes (in eks-addons, deployed after the eks stack has
+    deleted the admin one); CiDeploy's entry keeps its id."""
+    removed = build_variant(
+        {**US_EAST_1, "eks.admin_principal_arns": ["arn:aws:iam::111122223333:role/CiDeploy"]},
+        base="eks-full",
+        nag=False,
+    )
+    changes = [c for c in _notes(east, removed) if c.resource_type == ACCESS_ENTRY]
+    assert [(c.stack, c.action) for c in changes] == [
+        (east.stack_name("eks"), "delete"),
+        (east.stack_name("eks-addons"), "add"),
+    ], changes
+    gone, added = changes
+    old = east.templates[gone.stack]["Resources"][gone.logical_id]["Properties"]
+    new = removed.templates[added.stack]["Resources"][added.logical_id]["Properties"]
+    assert (
+        old["PrincipalArn"] == new["PrincipalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
+    )
+    assert "CiDeploy" not in gone.logical_id

@@ -1009,6 +1009,21 @@ class PipelineStage(StrictModel):
         description="Path of the stage's environment config, relative to the pipeline file."
     )
     approval: bool = Field(default=False, description="A manual approval before this stage.")
+    allow_replace: list[
+        Annotated[
+            str,
+            _matching(
+                r"^[A-Za-z][A-Za-z0-9-]{0,127}/[A-Za-z][A-Za-z0-9]{0,254}$",
+                "<stack>/<logical id> as the deploy gate names it, e.g. "
+                "prod-research-cluster/HyperPodCluster",
+            ),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="Resources that hold data or are a cluster which this stage's deploy may "
+        "replace or delete, as <stack>/<logical id> (the stage's deploy gate names them); "
+        "default: none, and the stage stops before such a change. Remove an entry once deployed.",
+    )
 
 
 class PipelineConfig(StrictModel):

@@ -89,12 +89,46 @@ def pipeline_stack_id(cfg: PipelineFileConfig) -> str:
     return f"{cfg.name}-pipeline"
 
 
+def stage_stack_prefix(stage: PipelineStage, config: EnvironmentConfig) -> str:
+    """``<stage>-<environment>-``: CDK names the stacks of a Stage ``<stage>-<stack id>``, and
+    the environment's stacks are ``<environment>-<kind>``."""
+    return f"{stage.name}-{config.name}-"
+
+
+def check_allow_replace(index: int, stage: PipelineStage, config: EnvironmentConfig) -> list[Issue]:
+    """Each ``allow_replace`` entry names a stack of this stage (the gate matches exact names:
+    an entry of another stage, or of the environment's workstation stacks, would let nothing
+    through and hide the mistake)."""
+    prefix = stage_stack_prefix(stage, config)
+    issues = []
+    for position, entry in enumerate(stage.allow_replace):
+        stack = entry.partition("/")[0]
+        if not stack.startswith(prefix):
+            issues.append(
+                Issue(
+                    f"pipeline.stages[{index}].allow_replace[{position}]",
+                    f"{entry!r} names stack {stack!r}, which is not a stack of stage "
+                    f"{stage.name!r}: its stacks are named {prefix}<kind> (e.g. "
+                    f"{prefix}cluster/HyperPodCluster)",
+                )
+            )
+        elif stage.allow_replace.index(entry) != position:
+            issues.append(
+                Issue(
+                    f"pipeline.stages[{index}].allow_replace[{position}]",
+                    f"{entry!r} is listed twice; name each resource once",
+                )
+            )
+    return issues
+
+
 def check_stage_environment(
     index: int, stage: PipelineStage, config: EnvironmentConfig
 ) -> list[Issue]:
     """What a valid environment file still needs to be deployed by a pipeline stage."""
+    issues = check_allow_replace(index, stage, config)
     if config.account is None:
-        return [
+        return issues + [
             in_stage(
                 index,
                 stage,
@@ -106,7 +140,7 @@ def check_stage_environment(
                 ),
             )
         ]
-    return []
+    return issues
 
 
 def check_stages(stages: Sequence[tuple[int, LoadedStage]]) -> list[Issue]:

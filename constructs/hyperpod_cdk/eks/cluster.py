@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -281,10 +283,10 @@ class HyperPodEksCluster(Construct):
             )
             for name in EARLY_CORE_ADDONS
         }
-        for index, principal in enumerate(admin_principal_arns):
+        for principal in admin_principal_arns:
             eks.AccessEntry(
                 self,
-                f"Admin{index}",
+                access_entry_id("Admin", principal),
                 cluster=self.cluster,
                 principal=principal,
                 access_policies=[
@@ -575,6 +577,16 @@ def _manifest(
 # create and watch workloads there (Kubernetes "edit"), nothing cluster-wide (EKS user guide,
 # "Access policy permissions": AmazonEKSEditPolicy).
 TEAM_ACCESS_POLICY = "AmazonEKSEditPolicy"
+
+
+def access_entry_id(prefix: str, principal_arn: str) -> str:
+    """The construct id of a principal's access entry, from what it is, not where it stands in a
+    list: ``prefix``, the principal's name (the ARN's last part, letters and digits) and 8 hex
+    digits of the ARN's SHA-256. Taking a principal off a list then deletes its entry alone; an
+    id by position would move the next principal's entry to a new id, which CloudFormation
+    creates before it deletes the old one, and EKS allows one access entry per principal."""
+    name = re.sub(r"[^A-Za-z0-9]", "", re.split(r"[/:]", principal_arn)[-1])[:40]
+    return f"{prefix}{name}{hashlib.sha256(principal_arn.encode()).hexdigest()[:8]}"
 
 
 def team_access_policies(namespaces: Sequence[str]) -> list[eks.IAccessPolicy]:

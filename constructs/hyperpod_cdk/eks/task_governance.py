@@ -25,7 +25,7 @@ from constructs import Construct, IConstruct, IDependable
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config.task_governance import TaskGovernance, Team, namespace_of
-from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
+from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY, access_entry_id
 from hyperpod_cdk.eks.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     CUSTOM_TYPES,
@@ -220,12 +220,12 @@ class HyperPodTaskGovernance(Construct):
         """The team principals' access entries, by principal ARN."""
         skipped = set(skip_principals)
         groups = governance.principal_groups()
-        for index, (principal, namespaces) in enumerate(governance.principal_namespaces().items()):
+        for principal, namespaces in governance.principal_namespaces().items():
             if principal in skipped:
                 continue
             self.access_entries[principal] = eks.CfnAccessEntry(
                 self,
-                f"TeamAccess{index}",
+                access_entry_id("TeamAccess", principal),
                 cluster_name=eks_cluster_name,
                 principal_arn=principal,
                 type="STANDARD",
