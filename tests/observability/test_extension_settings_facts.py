@@ -123,3 +123,17 @@ def test_config_accepts_exactly_the_tables_levels_and_the_construct_sends_them(
 
 def test_the_full_example_validates() -> None:
     assert _validate(yaml.safe_load(FULL.read_text())["observability"]["levels"]) == []
+
+
+def test_the_alert_rules_levels_are_levels_of_the_extension() -> None:
+    """Each counter's level (SLURM_METRIC_LEVELS: ECC / NVLink ADVANCED-only on
+    acceleratedComputeMetrics) is a level the extension takes for that category, so a rule is
+    always backed at some configurable level."""
+    from hyperpod_cdk.observability.alert_rules import SLURM_METRIC_LEVELS
+
+    for metric, (category, level) in SLURM_METRIC_LEVELS.items():
+        assert level in SLURM_EXTENSION_SETTINGS[category].levels, metric
+    assert SLURM_METRIC_LEVELS["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"] == (
+        "accelerated_compute",
+        "ADVANCED",
+    )
