@@ -125,8 +125,8 @@ class ExtensionCategory:
 #: is the botocore example's ``nodeMetrics`` level; on ``acceleratedComputeMetrics`` it is the
 #: DCGM "advanced" counters of AWS's Slurm sample, inferred), ENABLED | DISABLED for the switches
 #: (both are in the example, on different categories). DISABLED is not sent for
-#: ``nodeMetrics`` / ``acceleratedComputeMetrics``: nothing AWS publishes shows it there.
-#: No ``logging`` setting exists; the EKS add-on's ``ampWorkspace`` is ``prometheus`` here.
+#: ``nodeMetrics`` / ``acceleratedComputeMetrics``: no AWS source read here shows it there.
+#: The example has no ``logging`` and no ``ampWorkspace`` (the EKS add-on's keys): ``prometheus``.
 SLURM_EXTENSION_SETTINGS: Final[dict[str, ExtensionCategory]] = {
     "node": ExtensionCategory(
         "nodeMetrics", ("BASIC", "ADVANCED"), "BASIC",
