@@ -1,5 +1,9 @@
-"""``observability``: the shape (levels of nine categories, unknown ones refused), the defaults of
-each orchestrator, the EKS shorthand, and every cross-key rule at its key path."""
+"""``observability``: the shape (levels of eleven categories, unknown ones refused), the defaults of
+each orchestrator, the EKS shorthand, and every cross-key rule at its key path.
+
+The Slurm categories, levels and defaults are the extension's, from
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-cluster-observability-slurm-extension-config.html
+(read 2026-11-27; tests/observability/test_extension_settings_facts.py holds the table)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ from config_testkit import assert_issue, config, errors, issues, warnings
 
 from hyperpod_cdk.config.facts import GRAFANA_REGIONS
 from hyperpod_cdk.config.observability import (
+    EKS_CATEGORIES,
     EKS_ONLY_CATEGORIES,
     EXTENSION_VERSION,
-    METRIC_KEYS,
+    SLURM_ONLY_CATEGORIES,
     extension_version,
     metric_levels,
     observability_settings,
@@ -38,12 +43,18 @@ def test_no_section_means_metrics_off() -> None:
     assert observability_settings(cfg) is None
 
 
-def test_slurm_defaults_cover_the_four_slurm_categories() -> None:
+def test_slurm_defaults_are_the_extensions_six_categories() -> None:
     cfg = config({**ON, **ALERTS})
-    # accelerated_compute ADVANCED: the default backs the ECC and NVLink alert rules (issue 32,
-    # test_config_rule_levels.py)
-    assert metric_levels(cfg) == {**dict.fromkeys(("node", "network", "cluster"), "BASIC"),
-                                  "accelerated_compute": "ADVANCED"}  # fmt: skip
+    # the extension's documented defaults; accelerated_compute ADVANCED: the default backs the
+    # ECC and NVLink alert rules (issue 32, test_config_rule_levels.py)
+    assert metric_levels(cfg) == {
+        "node": "BASIC",
+        "accelerated_compute": "ADVANCED",
+        "network": "ENABLED",
+        "job": "ENABLED",
+        "cluster": "ENABLED",
+        "nccl": "DISABLED",
+    }
     settings = observability_settings(cfg)
     assert settings is not None
     assert settings.alert_rules is True
@@ -58,7 +69,7 @@ def test_eks_defaults_cover_all_nine_categories_and_levels_override_them() -> No
         "eks",
     )
     levels = metric_levels(cfg)
-    assert set(levels) == set(METRIC_KEYS)
+    assert set(levels) == set(EKS_CATEGORIES)
     assert levels["ray"] == "ADVANCED"
     assert levels["node"] == "DISABLED"
     assert levels["training"] == "BASIC"
@@ -121,6 +132,58 @@ def test_eks_only_categories_are_errors_on_slurm(category: str) -> None:
     assert_issue(found, f"observability.levels.{category}", "applies only with orchestrator: eks")
 
 
+@pytest.mark.parametrize(
+    ("category", "level", "allowed"),
+    [
+        ("network", "BASIC", "ENABLED or DISABLED"),
+        ("job", "ADVANCED", "ENABLED or DISABLED"),
+        ("cluster", "BASIC", "ENABLED or DISABLED"),
+        ("nccl", "BASIC", "ENABLED or DISABLED"),
+        ("node", "DISABLED", "BASIC or ADVANCED"),
+        ("accelerated_compute", "ENABLED", "BASIC or ADVANCED"),
+    ],
+)
+def test_a_level_the_slurm_extension_does_not_take_is_an_error_naming_its_levels(
+    category: str, level: str, allowed: str
+) -> None:
+    found = errors({**ON, **ALERTS, "observability.levels": {category: level}})
+    key = f"observability.levels.{category}"
+    assert_issue(found, key, f"{level} is not a level of the Slurm extension's")
+    assert_issue(found, key, f"; use {allowed}")
+
+
+def test_the_slurm_extensions_own_levels_are_fine() -> None:
+    levels = {"node": "ADVANCED", "network": "DISABLED", "job": "DISABLED", "nccl": "ENABLED",
+              "cluster": "ENABLED", "accelerated_compute": "ADVANCED"}  # fmt: skip
+    changes = {**ON, **ALERTS, "observability.levels": levels}
+    assert ours(issues(changes)) == []
+    assert metric_levels(config(changes)) == levels
+
+
+@pytest.mark.parametrize("category", SLURM_ONLY_CATEGORIES)
+def test_slurm_only_categories_are_errors_on_eks(category: str) -> None:
+    found = errors({"observability": {"enabled": True, "levels": {category: "ENABLED"}}}, "eks")
+    assert_issue(found, f"observability.levels.{category}", "applies only with orchestrator: slurm")
+
+
+def test_enabled_is_not_an_eks_level() -> None:
+    found = errors({"observability": {"enabled": True, "levels": {"network": "ENABLED"}}}, "eks")
+    assert_issue(found, "observability.levels.network", "use DISABLED, BASIC, ADVANCED")
+
+
+def test_logging_on_slurm_is_an_error_the_extension_has_no_such_setting() -> None:
+    for enabled in (True, False):
+        found = errors({**CONTINUOUS, **ALERTS,
+                        "observability": {"enabled": enabled, "logging": True}})  # fmt: skip
+        assert_issue(found, "observability.logging", "has no logging setting")
+        assert_issue(found, "observability.logging", "slurm-extension-config.html")
+
+
+def test_logging_on_eks_stays_the_addons_setting() -> None:
+    changes = {"observability": {"enabled": True, "logging": True}, **ALERTS}
+    assert ours(issues(changes, "eks")) == []
+
+
 def test_the_extension_version_is_an_error_on_eks() -> None:
     found = errors({"observability": {"enabled": True, "extension_version": "1.0.0"}}, "eks")
     assert_issue(found, "observability.extension_version", "orchestrator: slurm")
@@ -168,7 +231,9 @@ def test_grafana_in_a_region_with_it_is_fine() -> None:
     ],
 )
 def test_keys_while_observability_is_off_are_warnings(key: str, value: Any) -> None:
-    found = issues({"observability": {"enabled": False, key: value}})
+    # logging: the EKS add-on's setting (on Slurm an error: the extension has none)
+    orchestrator = "eks" if key == "logging" else "slurm"
+    found = issues({"observability": {"enabled": False, key: value}}, orchestrator)
     assert [i.severity for i in ours(found)] == ["warning"]
     assert_issue(found, f"observability.{key}", "has no effect while observability is off")
 

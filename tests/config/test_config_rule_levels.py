@@ -50,9 +50,16 @@ def test_a_basic_level_leaves_the_ecc_and_nvlink_rules_out_with_a_warning() -> N
     assert_issue(found, KEY, "set accelerated_compute: ADVANCED to keep them")
 
 
-def test_a_disabled_node_level_leaves_the_disk_rules_out() -> None:
-    changes = {**ON, "observability": {"enabled": True, "levels": {"node": "DISABLED"}}}
-    assert_issue(warnings(changes), "observability.levels.node", "HyperPodNodeDiskAlmostFull")
+def test_every_slurm_node_level_backs_the_disk_rules() -> None:
+    """nodeMetrics takes BASIC or ADVANCED (the extension's configuration page, read
+    2026-11-27: https://docs.aws.amazon.com/sagemaker/latest/dg/
+    sagemaker-hyperpod-cluster-observability-slurm-extension-config.html); both collect the
+    node_filesystem_* counters, so no node level leaves the disk rules out."""
+    for level in ("BASIC", "ADVANCED"):
+        changes = {**ON, "observability": {"enabled": True, "levels": {"node": level}}}
+        kept = [r.name for r in rules_for("slurm", metric_levels(config(changes)))]
+        assert "HyperPodNodeDiskAlmostFull" in kept
+        assert not [w for w in warnings(changes) if w.path == "observability.levels.node"]
 
 
 def test_eks_levels_leave_no_rule_out() -> None:

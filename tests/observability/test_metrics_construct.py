@@ -19,7 +19,13 @@ from aws_cdk import assertions
 from aws_cdk import aws_iam as iam
 from stack_testkit import DELETE
 
-from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION, METRIC_KEYS
+from hyperpod_cdk.config.observability import (
+    EKS_CATEGORIES,
+    EXTENSION_NAME,
+    EXTENSION_VERSION,
+    METRIC_KEYS,
+    SLURM_EXTENSION_SETTINGS,
+)
 from hyperpod_cdk.observability.alert_rules import rule_file
 from hyperpod_cdk.observability.metrics import (
     HANDLER_TIMEOUT_SECONDS,
@@ -138,15 +144,13 @@ def test_an_adopted_workspace_gets_rule_groups_only() -> None:
     assert "alertmanager_config" not in json.dumps(resources)
 
 
-def test_an_adopted_workspace_endpoint_is_derived_from_its_arn() -> None:
+def test_an_adopted_workspace_remote_write_url_is_derived_from_its_arn() -> None:
     metrics, resources, _ = _slurm(workspace_arn=ADOPTED)
     _, extension = _one(resources, RESOURCE_TYPE)
-    workspace = _configuration(extension)["ampWorkspace"]
-    assert workspace["arn"] == ADOPTED
-    assert workspace["prometheusEndpoint"] == (
-        f"https://aps-workspaces.{REGION}.<Ref:AWS::URLSuffix>/workspaces/"
-        f"{workspace_id_of(ADOPTED)}"
-    )
+    assert _configuration(extension)["prometheus"] == {
+        "remoteWriteUrl": f"https://aps-workspaces.{REGION}.<Ref:AWS::URLSuffix>/workspaces/"
+        f"{workspace_id_of(ADOPTED)}/api/v1/remote_write"
+    }
     assert metrics.workspace_id == "ws-0123abcd-4567-89ef-0123-456789abcdef"
 
 
@@ -168,7 +172,11 @@ def test_a_workspace_arn_of_another_service_is_refused() -> None:
 
 
 def test_the_extension_custom_resource_carries_cluster_version_levels_and_deadline() -> None:
-    _, resources, _ = _slurm(logging=True)
+    """The configuration is the one AWS documents for the Slurm extension
+    (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-cluster-observability-slurm-extension-config.html,
+    read 2026-11-27): ``prometheus.remoteWriteUrl`` = the workspace's remote write URL and
+    ``metricsProvider.<key>.level``; no ``ampWorkspace``, no ``logging``."""
+    _, resources, _ = _slurm()
     workspace_id, _ = _one(resources, "AWS::APS::Workspace")
     _, extension = _one(resources, RESOURCE_TYPE)
     properties = extension["Properties"]
@@ -176,25 +184,62 @@ def test_the_extension_custom_resource_carries_cluster_version_levels_and_deadli
     assert properties["ExtensionName"] == EXTENSION_NAME
     assert properties["ExtensionVersion"] == EXTENSION_VERSION
     assert properties["TimeoutSeconds"] == HANDLER_TIMEOUT_SECONDS == 55 * 60
-    values = _configuration(extension)
-    assert values["metricsProvider"] == {k: {"level": v} for k, v in LEVELS.items()}
-    assert values["ampWorkspace"]["arn"] == f"<GetAtt:{workspace_id}.Arn>"
-    assert values["logging"] == {"enabled": True}
+    assert _configuration(extension) == {
+        "prometheus": {
+            "remoteWriteUrl": f"https://aps-workspaces.{REGION}.<Ref:AWS::URLSuffix>/workspaces/"
+            f"<GetAtt:{workspace_id}.WorkspaceId>/api/v1/remote_write"
+        },
+        "metricsProvider": {k: {"level": v} for k, v in LEVELS.items()},
+    }
 
 
-def test_the_extension_configuration_is_one_json_string_with_real_booleans() -> None:
+def test_the_extension_configuration_is_one_json_string() -> None:
     """CloudFormation passes every scalar of a custom resource's properties as a string, so the
-    configuration travels as one JSON string (facts_slurm_obs 1.6); logging is always explicit,
-    since UpdateClusterExtension keeps a setting that is left out (botocore 1.44.5
-    ``UpdateClusterExtension`` documentation; facts_slurm_obs 1.5)."""
-    for logging in (True, False):
-        _, resources, _ = _slurm(logging=logging)
-        _, extension = _one(resources, RESOURCE_TYPE)
-        raw = extension["Properties"]["ConfigurationValues"]
-        assert set(raw) == {"Fn::Join"}  # a string made of the workspace's tokens, not a map
-        text = _joined(raw)
-        assert f'"logging":{{"enabled":{json.dumps(logging)}}}' in text
-        assert _configuration(extension)["logging"] == {"enabled": logging}
+    configuration travels as one JSON string (facts_slurm_obs 1.6)."""
+    _, resources, _ = _slurm()
+    _, extension = _one(resources, RESOURCE_TYPE)
+    raw = extension["Properties"]["ConfigurationValues"]
+    assert set(raw) == {"Fn::Join"}  # a string made of the workspace's tokens, not a map
+    assert '"ampWorkspace"' not in _joined(raw) and '"logging"' not in _joined(raw)
+
+
+def test_logging_on_slurm_is_refused_the_extension_has_no_such_setting() -> None:
+    with pytest.raises(ValueError, match="has no logging setting"):
+        _slurm(logging=True)
+
+
+@pytest.mark.parametrize(
+    ("levels", "match"),
+    [
+        (
+            {"networkMetrics": "BASIC"},
+            "BASIC is not a level of the Slurm extension's networkMetrics",
+        ),
+        ({"nodeMetrics": "DISABLED"}, "use BASIC or ADVANCED"),
+        ({"trainingMetrics": "BASIC"}, "not a metricsProvider category of the Slurm extension"),
+    ],
+)
+def test_a_level_the_extension_does_not_document_is_refused(
+    levels: dict[str, str], match: str
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        _slurm(levels=levels)
+
+
+def test_the_rule_file_leaves_out_the_rules_the_levels_cannot_back() -> None:
+    """acceleratedComputeMetrics BASIC collects no ECC / NVLink counters (AWS's Slurm sample's
+    DCGM basic counters file): their rules are not deployed; with ADVANCED they are."""
+    basic = {"nodeMetrics": "BASIC", "acceleratedComputeMetrics": "BASIC"}
+    _, resources, _ = _slurm(levels=basic)
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    data = namespace["Properties"]["Data"]
+    assert data == rule_file("slurm", CLUSTER, basic)
+    assert "HyperPodGpuEccDoubleBitErrors" not in data
+    assert "HyperPodGpuNvlinkErrors" not in data
+    assert "HyperPodGpuXidError" in data
+    _, resources, _ = _slurm()  # acceleratedComputeMetrics ADVANCED
+    _, namespace = _one(resources, "AWS::APS::RuleGroupsNamespace")
+    assert "HyperPodGpuEccDoubleBitErrors" in namespace["Properties"]["Data"]
 
 
 def test_the_extension_waits_for_the_rights_it_needs() -> None:
@@ -342,10 +387,18 @@ def test_full_slurm_has_metrics_after_the_cluster(synthesized: Any) -> None:
         extension["Properties"]["ClusterArn"], _stack=synth.stack_name("metrics")
     ) == {"Fn::GetAtt": ["HyperPodCluster", "ClusterArn"]}
     values = _configuration(extension)
-    assert values["metricsProvider"]["acceleratedComputeMetrics"] == {"level": "ADVANCED"}
-    assert set(values["metricsProvider"]) == {
-        METRIC_KEYS[c] for c in ("node", "accelerated_compute", "network", "cluster")
+    assert set(values) == {"prometheus", "metricsProvider"}
+    # every category of the extension, each at its configured level or the documented default
+    assert values["metricsProvider"] == {
+        "nodeMetrics": {"level": "BASIC"},
+        "acceleratedComputeMetrics": {"level": "ADVANCED"},
+        "networkMetrics": {"level": "ENABLED"},
+        "jobMetrics": {"level": "ENABLED"},
+        "clusterMetrics": {"level": "ENABLED"},
+        "ncclMetrics": {"level": "ENABLED"},
     }
+    assert set(values["metricsProvider"]) == {s.key for s in SLURM_EXTENSION_SETTINGS.values()}
+    assert values["prometheus"]["remoteWriteUrl"].endswith("/api/v1/remote_write")
     _, workspace = _one(resources, "AWS::APS::Workspace")
     definition = json.dumps(workspace["Properties"]["AlertManagerDefinition"])
     # the alerts topic lives in the cluster stack, deployed before this one
@@ -387,7 +440,7 @@ def test_eks_full_addon_configuration_carries_every_level_and_logging(synthesize
     ]  # fmt: skip
     values = json.loads(_joined(addon["Properties"]["ConfigurationValues"]))
     metrics = values["metricsProvider"]
-    assert set(metrics) == set(METRIC_KEYS.values())
+    assert set(metrics) == {METRIC_KEYS[c] for c in EKS_CATEGORIES}  # no jobMetrics, ncclMetrics
     assert metrics["rayMetrics"] == {"level": "DISABLED", "scrapeInterval": 30}
     assert metrics["trainingMetrics"]["level"] == "ADVANCED"
     assert metrics["networkMetrics"]["level"] == "BASIC"
@@ -437,7 +490,8 @@ def test_a_slurm_adopted_workspace_gets_rules_and_remote_write_only(build_varian
     assert namespace["Properties"]["Workspace"] == ADOPTED
     assert "alertmanager_config" not in json.dumps(synth.templates)
     _, extension = _one(resources, RESOURCE_TYPE)
-    assert _configuration(extension)["ampWorkspace"]["arn"] == ADOPTED
+    remote_write = _configuration(extension)["prometheus"]["remoteWriteUrl"]
+    assert f"/workspaces/{workspace_id_of(ADOPTED)}/api/v1/remote_write" in remote_write
     (policy,) = [
         r for k, r in _of_type(resources, "AWS::IAM::ManagedPolicy").items() if "RemoteWrite" in k
     ]

@@ -1,8 +1,11 @@
 """The sagemaker-observability extension custom resource through CDK's provider framework (the
 fake in tests/support/cfn_events.py: events as CloudFormation sends them, every scalar a string)
 against a stubbed SageMaker API: create, update, delete, Degraded, an in-progress then Active
-sequence, the deadline that fails before the Provider's total timeout, and the settings sent
-as AWS documents them (facts_slurm_obs 1.3-1.7, 1.11).
+sequence, the deadline that fails before the Provider's total timeout, and the settings sent as AWS documents
+them (facts_slurm_obs 1.3-1.7, 1.11): the whole configuration on Create, every setting on Update,
+then a check that the stored configuration holds what was sent. The settings:
+https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-cluster-observability-slurm-extension-config.html
+(read 2026-11-27).
 
 The handler is loaded from its asset directory by path, as Lambda runs it; botocore's Stubber
 checks every request and answer against the pinned service model (botocore 1.44.5).
@@ -42,35 +45,61 @@ EXTENSION_ARN = (
     f"arn:aws:sagemaker:{REGION}:111122223333:extension/sagemaker-observability/abcdef123456/x1y2z3"
 )
 WORKSPACE = f"arn:aws:aps:{REGION}:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef"
-ENDPOINT = (
+REMOTE_WRITE = (
     f"https://aps-workspaces.{REGION}.amazonaws.com/workspaces/"
-    "ws-0123abcd-4567-89ef-0123-456789abcdef"
+    "ws-0123abcd-4567-89ef-0123-456789abcdef/api/v1/remote_write"
 )
-#: what the construct writes (metrics.py): the workspace, the Slurm levels, logging explicit
+#: what the construct writes (metrics.py): the workspace's remote write URL and the levels
 CONFIG: dict[str, Any] = {
-    "ampWorkspace": {"arn": WORKSPACE, "prometheusEndpoint": ENDPOINT},
+    "prometheus": {"remoteWriteUrl": REMOTE_WRITE},
     "metricsProvider": {
         "nodeMetrics": {"level": "ADVANCED"},
         "acceleratedComputeMetrics": {"level": "BASIC"},
     },
-    "logging": {"enabled": True},
 }
-#: what DescribeClusterExtension returns right after a create with only nodeMetrics: "every
-#: setting that you didn't specify" with its default (ExtensionDetails.ConfigurationValues)
+#: the page's example of every setting with its default, without prometheus (metrics then go
+#: to CloudWatch): what the stored configuration holds for a setting not sent
 DEFAULTS: dict[str, Any] = {
-    "ampWorkspace": {"arn": None, "prometheusEndpoint": None},
     "metricsProvider": {
-        "nodeMetrics": {"level": "ADVANCED"},
-        "acceleratedComputeMetrics": {"level": "BASIC"},
+        key: {"level": level, "collectionIntervalSeconds": 30}
+        for key, level in (
+            ("nodeMetrics", "BASIC"),
+            ("acceleratedComputeMetrics", "BASIC"),
+            ("networkMetrics", "ENABLED"),
+            ("jobMetrics", "ENABLED"),
+            ("clusterMetrics", "ENABLED"),
+            ("ncclMetrics", "DISABLED"),
+        )
     },
-    "logging": {"enabled": False},
+    "profilesProvider": {"hostProfiling": {"enabled": False}},
 }
+#: what an earlier release of the construct wrote (keys AWS does not document for Slurm)
+EARLIER: dict[str, Any] = {
+    "ampWorkspace": {"arn": WORKSPACE, "prometheusEndpoint": REMOTE_WRITE[: -len("/api/v1/remote_write")]},
+    "metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}, "acceleratedComputeMetrics": {"level": "BASIC"}},
+    "logging": {"enabled": True},
+}  # fmt: skip
+
+
+def stored(config: dict[str, Any]) -> dict[str, Any]:
+    """The stored configuration after ``config`` was sent: HyperPod "writes the default values
+    into the stored configuration, so DescribeClusterExtension shows every setting"."""
+
+    def merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+        out = dict(base)
+        for key, value in top.items():
+            out[key] = merge(out.get(key, {}), value) if isinstance(value, dict) else value
+        return out
+
+    return merge(DEFAULTS, config)
+
+
 REQUEST_ID = "6f1c2d3e-4a5b-4c6d-8e7f-9a0b1c2d3e4f"
 
 _BOTOCORE = botocore.session.get_session()
 
 
-def extension_properties(*, logging: bool, workspace_arn: str) -> dict[str, Any]:
+def extension_properties(*, workspace_arn: str) -> dict[str, Any]:
     """The extension's properties as HyperPodMetrics writes them (a synthesized template),
     references resolved as CloudFormation resolves them (ServiceToken left to the fake)."""
     import aws_cdk as cdk
@@ -88,7 +117,6 @@ def extension_properties(*, logging: bool, workspace_arn: str) -> dict[str, Any]
         cluster_arn=CLUSTER_ARN,
         workspace_arn=workspace_arn,
         levels={"nodeMetrics": "ADVANCED", "acceleratedComputeMetrics": "BASIC"},
-        logging=logging,
     )
     resources = assertions.Template.from_stack(stack).to_json()["Resources"]
     (extension,) = [r for r in resources.values() if r["Type"] == RESOURCE_TYPE]
@@ -177,7 +205,7 @@ def described(
             "ExtensionName": "sagemaker-observability",
             "ExtensionVersion": version,
             "Status": status,
-            "ConfigurationValues": compact(CONFIG if config is None else config),
+            "ConfigurationValues": compact(stored(CONFIG) if config is None else config),
         },
         "NodeSummary": {"TotalCount": 4, "ActiveCount": 4 if status == "Active" else 1},
     }
@@ -215,78 +243,41 @@ def expect_update(stubber: Stubber, request: dict[str, Any]) -> None:
     )
 
 
-def settle_token(body: dict[str, Any]) -> str:
-    """The client token of the follow-up update: per request and content."""
-    token: str = handler._token(REQUEST_ID, compact(body))
-    return token
-
-
-DOCUMENTED_ONLY = {"metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}}}
-#: what the follow-up update sends once the extension returned DEFAULTS
-SETTLE = {
-    "ampWorkspace": {"arn": WORKSPACE, "prometheusEndpoint": ENDPOINT},
-    "logging": {"enabled": True},
-}
-
-
 # -- create ------------------------------------------------------------------------------------
 
 
-def test_create_sends_the_version_and_only_the_documented_settings_then_the_known_rest(
+def test_create_sends_the_version_and_the_whole_documented_configuration(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    """CreateClusterExtensionRequest.ConfigurationValues documents one setting (the nodeMetrics
-    example) and rejects unknown ones: Create sends only it; the rest follows once
-    DescribeClusterExtension has returned them (facts_slurm_obs 1.7)."""
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    """Every setting the construct writes is one AWS documents, so Create sends them all at
+    once, and is done once the stored configuration holds them (facts_slurm_obs 1.7)."""
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Creating", config=DEFAULTS))
-    expect_describe(sagemaker, described("Active", config=DEFAULTS))
-    expect_update(
-        sagemaker, {"ConfigurationValues": compact(SETTLE), "ClientToken": settle_token(SETTLE)}
-    )
-    expect_describe(sagemaker, described("Updating", config=DEFAULTS))
     expect_describe(sagemaker, described("Active"))
     answer = framework.send(create())
     assert answer.ok, answer.Reason
     assert answer.PhysicalResourceId == EXTENSION_ARN
     assert answer.Data["ExtensionArn"] == EXTENSION_ARN
     assert answer.Data["Version"] == "1.2.0"
-    # the follow-up carries a real boolean, never "true"
-    sent = framework.invocations[0][1]["ResourceProperties"]
-    assert isinstance(sent["ConfigurationValues"], str)
+    assert answer.polls == 2
 
 
-def test_the_construct_configuration_reaches_the_api_with_real_booleans(
+def test_the_construct_configuration_reaches_the_api_as_documented(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
     """The template as HyperPodMetrics writes it, resolved and passed the way CloudFormation
-    passes it: logging reaches UpdateClusterExtension as ``true``, not ``"true"`` (issue 31;
-    facts_slurm_obs 1.6: CloudFormation turns every scalar of a property map into a string)."""
-    props = extension_properties(logging=True, workspace_arn=WORKSPACE)
+    passes it (one JSON string, facts_slurm_obs 1.6): ``prometheus.remoteWriteUrl`` is the
+    workspace's remote write URL, no ``ampWorkspace``, no ``logging``."""
+    props = extension_properties(workspace_arn=WORKSPACE)
+    assert isinstance(props["ConfigurationValues"], str)
     wanted = json.loads(props["ConfigurationValues"])
-    assert wanted["logging"] == {"enabled": True}
-    settle = {
-        "ampWorkspace": wanted["ampWorkspace"],
-        "logging": {"enabled": True},
-    }
-    config_now = {**DEFAULTS, "metricsProvider": wanted["metricsProvider"]}
-    expect_create(
-        sagemaker,
-        {"metricsProvider": {"nodeMetrics": wanted["metricsProvider"]["nodeMetrics"]}},
-        ExtensionVersion=props["ExtensionVersion"],
-    )
+    assert wanted == CONFIG
+    expect_create(sagemaker, wanted, ExtensionVersion=props["ExtensionVersion"])
     expect_describe(
-        sagemaker, described("Active", version=props["ExtensionVersion"], config=config_now)
-    )
-    expect_update(
-        sagemaker, {"ConfigurationValues": compact(settle), "ClientToken": settle_token(settle)}
-    )
-    expect_describe(
-        sagemaker, described("Active", version=props["ExtensionVersion"], config=wanted)
+        sagemaker, described("Active", version=props["ExtensionVersion"], config=stored(wanted))
     )
     answer = framework.send(create(props))
     assert answer.ok, answer.Reason
-    assert '"logging":{"enabled":true}' in compact(settle)
 
 
 def test_create_without_configuration_uses_the_defaults(
@@ -313,7 +304,7 @@ def test_the_same_create_delivered_twice_creates_one_extension(
     and the same parameters ... the API returns the ARN of the extension that the original
     request created" (botocore CreateClusterExtensionRequest.ClientToken)."""
     for _ in range(2):
-        expect_create(sagemaker, DOCUMENTED_ONLY)
+        expect_create(sagemaker, CONFIG)
         expect_describe(sagemaker, described("Active"))
     first, second = framework.send(create()), framework.send(create())
     assert first.ok and second.ok
@@ -359,7 +350,7 @@ def test_an_aws_error_with_line_breaks_fails_in_one_line(
 
 
 def test_in_progress_then_active(sagemaker: Stubber, framework: ProviderFramework) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Creating"))
     expect_describe(sagemaker, described("Creating"))
     expect_describe(sagemaker, described("Active"))
@@ -370,7 +361,7 @@ def test_in_progress_then_active(sagemaker: Stubber, framework: ProviderFramewor
 
 
 def test_throttled_poll_reads_again(sagemaker: Stubber, framework: ProviderFramework) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     sagemaker.add_client_error("describe_cluster_extension", "ThrottlingException", "slow down")
     expect_describe(sagemaker, described("Active"))
     assert framework.send(create()).polls == 2
@@ -386,7 +377,7 @@ def test_degraded_then_active_succeeds(sagemaker: Stubber, framework: ProviderFr
     """Degraded: "runs ... on some of the cluster's nodes but not all of them. Or, at least one
     node recently reported that the extension is unhealthy" (botocore ExtensionDetails.Status):
     a node that joins late recovers it, so it is waited for (facts_slurm_obs 1.3)."""
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Degraded", issues=ISSUES))
     expect_describe(sagemaker, described("Active"))
     answer = framework.send(create())
@@ -396,7 +387,7 @@ def test_degraded_then_active_succeeds(sagemaker: Stubber, framework: ProviderFr
 def test_degraded_at_the_deadline_fails_with_the_health_issues(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Degraded", issues=ISSUES))
     answer = framework.send(create(properties(TimeoutSeconds=0)))
     assert not answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
@@ -410,7 +401,7 @@ def test_degraded_at_the_deadline_fails_with_the_health_issues(
 
 @pytest.mark.parametrize("status", ["CreateFailed", "UpdateFailed"])
 def test_failed_status_fails(sagemaker: Stubber, framework: ProviderFramework, status: str) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     expect_describe(
         sagemaker,
         described(
@@ -431,7 +422,7 @@ def test_deadline_fails_before_the_providers_total_timeout(
 ) -> None:
     """At the deadline (the construct sets it below the Provider's total timeout) the stack
     gets the last status, not the framework's bare 'Operation timed out'."""
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Creating"))
     answer = framework.send(create(properties(TimeoutSeconds=0)))
     message = answer.error or ""
@@ -443,64 +434,78 @@ def test_deadline_fails_before_the_providers_total_timeout(
 def test_extension_gone_during_create_fails(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    expect_create(sagemaker, CONFIG)
     sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
     answer = framework.send(create())
     assert not answer.ok and "no longer exists" in (answer.error or "")
 
 
-def test_a_wanted_setting_the_extension_does_not_return_fails_and_rolls_back(
+def test_an_undocumented_setting_fails_at_once_in_one_line(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    """Settings beyond nodeMetrics are applied only once the service has shown it knows them;
-    one it does not return fails the resource in one line, and CloudFormation's rollback Delete
-    removes the extension (facts_slurm_obs 1.7)."""
-    without_logging = {k: v for k, v in DEFAULTS.items() if k != "logging"}
-    expect_create(sagemaker, DOCUMENTED_ONLY)
-    expect_describe(sagemaker, described("Active", config=without_logging))
+    """ "Unknown settings are rejected at every level": a setting AWS does not document (what an
+    earlier release wrote) fails before any call, naming it and the documented ones."""
+    answer = framework.send(create(properties(ConfigurationValues=compact(EARLIER))))
+    assert not answer.ok and answer.PhysicalResourceId == CREATE_FAILED_MARKER
+    message = answer.error or ""
+    assert one_line(message)
+    assert "does not document: ampWorkspace.arn, ampWorkspace.prometheusEndpoint," in message
+    assert "logging.enabled" in message
+    assert "prometheus.remoteWriteUrl" in message
+    assert handler.SOURCE in message
+
+
+def test_a_stored_configuration_that_differs_fails_naming_the_difference(
+    sagemaker: Stubber, framework: ProviderFramework, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the grace after the request, an Active extension whose stored configuration
+    (DescribeClusterExtension) does not hold a setting sent fails in one line naming it; the
+    rollback Delete then removes the extension."""
+    monkeypatch.setattr(handler, "STORED_GRACE_SECONDS", 0)
+    expect_create(sagemaker, CONFIG)
+    other = stored({**CONFIG, "metricsProvider": {"nodeMetrics": {"level": "BASIC"}}})
+    del other["prometheus"]
+    expect_describe(sagemaker, described("Active", config=other))
     answer = framework.send(create())
     assert not answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
     message = answer.error or ""
     assert one_line(message)
-    assert "does not offer the setting(s) logging.enabled" in message
-    assert "observability.logging: false" in message
+    assert "is Active, but its stored configuration (DescribeClusterExtension) differs" in message
+    assert 'metricsProvider.nodeMetrics.level: sent "ADVANCED", stored "BASIC"' in message
+    assert f'prometheus.remoteWriteUrl: sent "{REMOTE_WRITE}", not stored' in message
     expect_delete(sagemaker)
     sagemaker.add_client_error("describe_cluster_extension", "ResourceNotFound", "gone")
     assert framework.send(delete(answer.PhysicalResourceId)).ok
 
 
-def test_settings_that_never_take_fail_at_the_deadline(
+def test_a_stale_read_within_the_grace_polls_again(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    expect_create(sagemaker, DOCUMENTED_ONLY)
+    """Right after the request the stored configuration may still be the earlier one."""
+    expect_create(sagemaker, CONFIG)
     expect_describe(sagemaker, described("Active", config=DEFAULTS))
-    expect_update(
-        sagemaker, {"ConfigurationValues": compact(SETTLE), "ClientToken": settle_token(SETTLE)}
-    )
+    expect_describe(sagemaker, described("Active"))
+    answer = framework.send(create())
+    assert answer.ok and answer.polls == 2
+
+
+def test_a_difference_that_stays_fails_at_the_deadline_saying_so(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    expect_create(sagemaker, CONFIG)
+    expect_describe(sagemaker, described("Active", config=DEFAULTS))
     answer = framework.send(create(properties(TimeoutSeconds=0)))
     assert not answer.ok and one_line(answer.error or "")
-    assert "is still Active with settings that still differ from the wanted ones" in (
-        answer.error or ""
-    )
+    assert "is still Active with a stored configuration that still differs" in (answer.error or "")
 
 
 def test_an_empty_map_sets_nothing(sagemaker: Stubber, framework: ProviderFramework) -> None:
-    """A construct given no levels writes ``metricsProvider: {}``: nothing to apply or wait for."""
+    """A construct given no levels writes no ``metricsProvider``; an empty map sends nothing."""
     config = {**CONFIG, "metricsProvider": {}}
-    expect_create(sagemaker, None)
-    expect_describe(sagemaker, described("Active", config=CONFIG))
+    expect_create(sagemaker, {"prometheus": CONFIG["prometheus"]})
+    expect_describe(sagemaker, described("Active"))
     answer = framework.send(create(properties(ConfigurationValues=compact(config))))
     assert answer.ok and answer.polls == 1
-
-
-def test_a_setting_that_is_off_need_not_be_known(
-    sagemaker: Stubber, framework: ProviderFramework
-) -> None:
-    config = {**CONFIG, "logging": {"enabled": False}}
-    without_logging = {k: v for k, v in CONFIG.items() if k != "logging"}
-    expect_create(sagemaker, DOCUMENTED_ONLY)
-    expect_describe(sagemaker, described("Active", config=without_logging))
-    assert framework.send(create(properties(ConfigurationValues=compact(config)))).ok
 
 
 # -- update ------------------------------------------------------------------------------------
@@ -511,19 +516,25 @@ def test_an_update_of_settings_only_sends_no_version_and_every_setting(
 ) -> None:
     """UpdateClusterExtensionRequest.ExtensionVersion "must be later than the extension's
     current version. If you omit this parameter, the extension keeps its current version";
-    ConfigurationValues: "settings that you omit are unchanged" (botocore 1.44.5), so logging
-    turned off is sent as false (facts_slurm_obs 1.4, 1.5)."""
+    ConfigurationValues: "settings that you omit are unchanged" (botocore 1.44.5), so every
+    setting is sent, a category turned off as DISABLED (facts_slurm_obs 1.4, 1.5)."""
     new_config = {
         **CONFIG,
-        "metricsProvider": {**CONFIG["metricsProvider"], "nodeMetrics": {"level": "BASIC"}},
-        "logging": {"enabled": False},
+        "metricsProvider": {
+            **CONFIG["metricsProvider"],
+            "nodeMetrics": {"level": "BASIC"},
+            "networkMetrics": {"level": "DISABLED"},
+        },
     }
-    expect_describe(sagemaker, described("Active"))
     expect_update(
         sagemaker, {"ConfigurationValues": compact(new_config), "ClientToken": REQUEST_ID}
     )
-    expect_describe(sagemaker, described("Active", config=new_config))
-    answer = framework.send(update(properties(ConfigurationValues=compact(new_config))))
+    expect_describe(sagemaker, described("Active", config=stored(new_config)))
+    event = update(
+        properties(ConfigurationValues=compact(new_config)),
+        properties(ConfigurationValues=compact(CONFIG)),
+    )
+    answer = framework.send(event)
     assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
 
 
@@ -531,7 +542,7 @@ def test_a_removed_setting_is_sent_as_null(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
     """ "A setting with the value null is removed and returns to its default value"
-    (botocore UpdateClusterExtension)."""
+    (botocore UpdateClusterExtension); the null is not checked against the stored value."""
     smaller = {**CONFIG, "metricsProvider": {"nodeMetrics": {"level": "ADVANCED"}}}
     expected = {
         **smaller,
@@ -540,24 +551,32 @@ def test_a_removed_setting_is_sent_as_null(
             "acceleratedComputeMetrics": {"level": None},
         },
     }
-    expect_describe(sagemaker, described("Active"))
     expect_update(sagemaker, {"ConfigurationValues": compact(expected), "ClientToken": REQUEST_ID})
-    expect_describe(sagemaker, described("Active"))
+    expect_describe(sagemaker, described("Active", config=stored(smaller)))
     assert framework.send(update(properties(ConfigurationValues=compact(smaller)))).ok
 
 
-def test_an_update_from_the_earlier_map_configuration_sends_real_booleans(
+def test_an_update_from_the_earlier_release_resets_no_undocumented_setting(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
-    """A stack deployed before this fix has the configuration as a map: its old properties
-    arrive stringified ({"enabled": "true"}) and are only read for removed settings; what is
-    sent comes from the new JSON string."""
-    expect_describe(sagemaker, described("Active"))
+    """A stack deployed by an earlier release has its configuration as a map with
+    ``ampWorkspace`` and ``logging``: its old properties arrive stringified ({"enabled":
+    "true"}); neither is a setting of the extension, so no null is sent for them (the extension
+    would reject them); the new documented configuration is sent whole."""
     expect_update(sagemaker, {"ConfigurationValues": compact(CONFIG), "ClientToken": REQUEST_ID})
     expect_describe(sagemaker, described("Active"))
-    event = update(properties(), properties(ConfigurationValues=CONFIG))
+    event = update(properties(), properties(ConfigurationValues=EARLIER))
     assert event["OldResourceProperties"]["ConfigurationValues"]["logging"] == {"enabled": "true"}
     assert framework.send(event).ok
+
+
+def test_an_undocumented_setting_on_update_fails_before_any_call(
+    sagemaker: Stubber, framework: ProviderFramework
+) -> None:
+    config = {**CONFIG, "logging": {"enabled": False}}
+    answer = framework.send(update(properties(ConfigurationValues=compact(config))))
+    assert not answer.ok and one_line(answer.error or "")
+    assert "does not document: logging.enabled" in (answer.error or "")
 
 
 def test_update_changes_version_and_configuration_in_place(
@@ -571,7 +590,6 @@ def test_update_changes_version_and_configuration_in_place(
             "acceleratedComputeMetrics": {"level": None},
         },
     }
-    expect_describe(sagemaker, described("Active"))
     expect_update(
         sagemaker,
         {
@@ -580,7 +598,7 @@ def test_update_changes_version_and_configuration_in_place(
             "ClientToken": REQUEST_ID,
         },
     )
-    expect_describe(sagemaker, described("Active", version="1.3.0", config=new_config))
+    expect_describe(sagemaker, described("Active", version="1.3.0", config=stored(new_config)))
     event = update(properties(ExtensionVersion="1.3.0", ConfigurationValues=compact(new_config)))
     answer = framework.send(event)
     assert answer.ok and answer.PhysicalResourceId == EXTENSION_ARN
@@ -602,7 +620,6 @@ def test_update_waits_until_the_new_version_is_active(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
     """Right after the update call the extension may still read Active at the old version."""
-    expect_describe(sagemaker, described("Active"))
     expect_update(
         sagemaker,
         {
@@ -618,33 +635,6 @@ def test_update_waits_until_the_new_version_is_active(
     assert answer.ok and answer.polls == 3
 
 
-def test_a_setting_a_new_version_brings_is_applied_once_it_is_known(
-    sagemaker: Stubber, framework: ProviderFramework
-) -> None:
-    """With a version change, a setting the installed version does not return is left to the
-    poll: the new version may know it."""
-    old_config = {k: v for k, v in CONFIG.items() if k != "logging"}
-    expect_describe(sagemaker, described("Active", config=old_config))
-    expect_update(
-        sagemaker,
-        {
-            "ExtensionVersion": "1.3.0",
-            "ConfigurationValues": compact(old_config),
-            "ClientToken": REQUEST_ID,
-        },
-    )
-    expect_describe(sagemaker, described("Active", version="1.3.0", config=DEFAULTS | old_config))
-    logging = {"logging": {"enabled": True}}
-    expect_update(
-        sagemaker, {"ConfigurationValues": compact(logging), "ClientToken": settle_token(logging)}
-    )
-    expect_describe(sagemaker, described("Active", version="1.3.0"))
-    event = update(
-        properties(ExtensionVersion="1.3.0"), properties(ConfigurationValues=compact(old_config))
-    )
-    assert framework.send(event).ok
-
-
 def test_update_to_another_cluster_creates_a_new_extension(
     sagemaker: Stubber, framework: ProviderFramework
 ) -> None:
@@ -656,7 +646,7 @@ def test_update_to_another_cluster_creates_a_new_extension(
             "ClusterArn": OTHER_CLUSTER_ARN,
             "ExtensionName": "sagemaker-observability",
             "ExtensionVersion": "1.2.0",
-            "ConfigurationValues": compact(DOCUMENTED_ONLY),
+            "ConfigurationValues": compact(CONFIG),
             "ClientToken": REQUEST_ID,
         },
     )

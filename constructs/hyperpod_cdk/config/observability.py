@@ -4,9 +4,11 @@ One section for Slurm and EKS (SPEC section 4). ``enabled`` installs HyperPod's 
 on EKS the ``amazon-sagemaker-hyperpod-observability`` add-on, on Slurm the
 ``sagemaker-observability`` cluster extension; both remote-write into an Amazon Managed
 Prometheus workspace (a new one, or ``prometheus_workspace_arn``). ``levels`` sets each metric
-category to DISABLED, BASIC or ADVANCED; ``alert_rules`` adds AWS's GPU / disk / FSx rules to the
-workspace and routes them to ``alerts``; ``grafana`` adds an Amazon Managed Grafana workspace.
-``eks.addons.observability: true`` stays the EKS shorthand for ``observability.enabled: true``.
+category's level: on EKS DISABLED, BASIC or ADVANCED; on Slurm the extension's own levels per
+category (:data:`SLURM_EXTENSION_SETTINGS`). ``alert_rules`` adds AWS's GPU / disk / FSx rules to
+the workspace and routes them to ``alerts``; ``grafana`` adds an Amazon Managed Grafana
+workspace. ``eks.addons.observability: true`` stays the EKS shorthand for
+``observability.enabled: true``.
 
 Facts (read 2026-11-25):
 
@@ -23,8 +25,9 @@ The Slurm extension ``sagemaker-observability``  botocore 1.44.5 (pinned) ``sage
 needs Continuous provisioning and a Slurm        ``CreateClusterExtension`` documentation; its
 cluster; its ``ConfigurationValues`` example    ``ConfigurationValues`` example
 is ``{"metricsProvider": {"nodeMetrics":
-{"level": "ADVANCED"}}}`` and each version
-rejects unknown settings
+{"level": "ADVANCED"}}}``
+The Slurm extension's settings, levels and      :data:`SLURM_EXTENSION_SETTINGS`, from
+defaults                                        :data:`SLURM_EXTENSION_SOURCE` (read 2026-11-27)
 Extension versions are ``MAJOR.MINOR.PATCH``;   SageMaker API reference, ``ExtensionVersion
 the only version AWS documents is the example    Summary`` and ``CreateClusterExtension``
 ``1.0.0``; no list of released versions is      (``ListClusterExtensionVersions`` is the list:
@@ -49,6 +52,7 @@ docs/observability.md says (a warning would fire on every such config).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import Field
@@ -60,7 +64,7 @@ if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
     from hyperpod_cdk.config.node_setup import IssueSink
 
-Level = Literal["DISABLED", "BASIC", "ADVANCED"]
+Level = Literal["DISABLED", "BASIC", "ADVANCED", "ENABLED"]
 
 #: the version of the ``sagemaker-observability`` extension this release installs on Slurm
 #: (see the facts table: the API reference's example, the only version AWS documents; preflight
@@ -72,26 +76,119 @@ EXTENSION_VERSION_SOURCE: Final = (
     "(read 2026-11-25)"
 )
 
-#: category -> the add-on's (and the extension's) ``metricsProvider`` key
+# -- the Slurm extension's settings: the facts table ---------------------------------------------
+
+#: where AWS documents the Slurm extension's ``ConfigurationValues``, and when it was read
+SLURM_EXTENSION_SOURCE: Final = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+    "sagemaker-hyperpod-cluster-observability-slurm-extension-config.html"
+)
+SLURM_EXTENSION_READ: Final = "2026-11-27"
+
+
+@dataclass(frozen=True)
+class ExtensionCategory:
+    """One ``metricsProvider`` category of the Slurm extension.
+
+    :ivar key: its setting name (``metricsProvider.<key>.level``).
+    :ivar levels: the levels it takes.
+    :ivar default: the level HyperPod stores when the setting is left out.
+    :ivar evidence: per level, where it comes from: ``page`` (the page's example of every
+        setting with its default), ``api-example`` (botocore 1.44.5 ``CreateClusterExtension``
+        ``ConfigurationValues`` example), ``inferred`` (see the note).
+    """
+
+    key: str
+    levels: tuple[Level, ...]
+    default: Level
+    evidence: tuple[tuple[Level, str], ...]
+
+
+#: The Slurm extension's ``ConfigurationValues`` as :data:`SLURM_EXTENSION_SOURCE` documents it
+#: (read :data:`SLURM_EXTENSION_READ`): one JSON object, every setting optional (``{}``: the
+#: defaults, metrics to CloudWatch); camelCase names; "Unknown settings are rejected at every
+#: level"; HyperPod writes the defaults into the stored configuration (DescribeClusterExtension
+#: shows every setting). Its example of every setting with its default::
+#:
+#:     {"prometheus": {"remoteWriteUrl": "https://aps-workspaces.<region>.amazonaws.com/
+#:          workspaces/<id>/api/v1/remote_write"},
+#:      "metricsProvider": {"nodeMetrics": {"level": "BASIC", "collectionIntervalSeconds": 30},
+#:          "acceleratedComputeMetrics": {"level": "BASIC", ...}, "networkMetrics":
+#:          {"level": "ENABLED", ...}, "jobMetrics": {"level": "ENABLED", ...},
+#:          "clusterMetrics": {"level": "ENABLED", ...}, "ncclMetrics": {"level": "DISABLED", ...}},
+#:      "profilesProvider": {"hostProfiling": {"enabled": false}}, "graf...
+#:
+#: The stored copy of the page read here ends in the middle of the example (a setting that
+#: starts ``graf``): the levels each category takes beyond its default, and the bounds of
+#: ``collectionIntervalSeconds``, are not in it. So each category takes its default and the
+#: other level of its kind: BASIC | ADVANCED for the categories whose default is BASIC (ADVANCED
+#: is the botocore example's ``nodeMetrics`` level; on ``acceleratedComputeMetrics`` it is the
+#: DCGM "advanced" counters of AWS's Slurm sample, inferred), ENABLED | DISABLED for the switches
+#: (both are in the example, on different categories). DISABLED is not sent for
+#: ``nodeMetrics`` / ``acceleratedComputeMetrics``: no AWS source read here shows it there.
+#: The example has no ``logging`` and no ``ampWorkspace`` (the EKS add-on's keys): ``prometheus``.
+SLURM_EXTENSION_SETTINGS: Final[dict[str, ExtensionCategory]] = {
+    "node": ExtensionCategory(
+        "nodeMetrics", ("BASIC", "ADVANCED"), "BASIC",
+        (("BASIC", "page"), ("ADVANCED", "api-example")),
+    ),
+    "accelerated_compute": ExtensionCategory(
+        "acceleratedComputeMetrics", ("BASIC", "ADVANCED"), "BASIC",
+        (("BASIC", "page"), ("ADVANCED", "inferred")),
+    ),
+    "network": ExtensionCategory(
+        "networkMetrics", ("ENABLED", "DISABLED"), "ENABLED",
+        (("ENABLED", "page"), ("DISABLED", "page, on ncclMetrics")),
+    ),
+    "job": ExtensionCategory(
+        "jobMetrics", ("ENABLED", "DISABLED"), "ENABLED",
+        (("ENABLED", "page"), ("DISABLED", "page, on ncclMetrics")),
+    ),
+    "cluster": ExtensionCategory(
+        "clusterMetrics", ("ENABLED", "DISABLED"), "ENABLED",
+        (("ENABLED", "page"), ("DISABLED", "page, on ncclMetrics")),
+    ),
+    "nccl": ExtensionCategory(
+        "ncclMetrics", ("ENABLED", "DISABLED"), "DISABLED",
+        (("DISABLED", "page"), ("ENABLED", "page, on the other switches")),
+    ),
+}  # fmt: skip
+#: the other documented settings (path -> default) of the same page; ``prometheus.remoteWriteUrl``
+#: has no default (without it metrics go to CloudWatch). The app sends the first and the levels.
+SLURM_EXTENSION_OTHER_SETTINGS: Final[dict[str, object]] = {
+    "prometheus.remoteWriteUrl": None,
+    "metricsProvider.<category>.collectionIntervalSeconds": 30,
+    "profilesProvider.hostProfiling.enabled": False,
+}
+#: the add-on's (EKS) levels of every category
+EKS_LEVELS: Final[tuple[Level, ...]] = ("DISABLED", "BASIC", "ADVANCED")
+
+#: category -> the ``metricsProvider`` key (the add-on's on EKS, the extension's on Slurm)
 METRIC_KEYS: Final[dict[str, str]] = {
     "node": "nodeMetrics",
     "accelerated_compute": "acceleratedComputeMetrics",
     "network": "networkMetrics",
     "cluster": "clusterMetrics",
+    "job": "jobMetrics",
+    "nccl": "ncclMetrics",
     "training": "trainingMetrics",
     "inference": "inferenceMetrics",
     "task_governance": "taskGovernanceMetrics",
     "scaling": "scalingMetrics",
     "ray": "rayMetrics",
 }
-#: the categories a Slurm cluster has (the rest measure Kubernetes workloads)
-SLURM_CATEGORIES: Final = ("node", "accelerated_compute", "network", "cluster")
-EKS_ONLY_CATEGORIES: Final = tuple(c for c in METRIC_KEYS if c not in SLURM_CATEGORIES)
+#: the categories a Slurm cluster has (the extension's), and the EKS add-on's
+SLURM_CATEGORIES: Final = tuple(SLURM_EXTENSION_SETTINGS)
+EKS_CATEGORIES: Final = (
+    "node", "accelerated_compute", "network", "cluster",
+    "training", "inference", "task_governance", "scaling", "ray",
+)  # fmt: skip
+EKS_ONLY_CATEGORIES: Final = tuple(c for c in EKS_CATEGORIES if c not in SLURM_CATEGORIES)
+SLURM_ONLY_CATEGORIES: Final = tuple(c for c in SLURM_CATEGORIES if c not in EKS_CATEGORIES)
 
 #: the defaults of each orchestrator: AWS's HyperPod setup template on EKS
 #: (aws/sagemaker-hyperpod-cluster-setup observability-template.yaml, what eks/addons.py sent
-#: before this section existed), on Slurm every category BASIC (the network category stands
-#: in for the EFA exporter)
+#: before this section existed), on Slurm the extension's own (:data:`SLURM_EXTENSION_SETTINGS`)
 EKS_DEFAULT_LEVELS: Final[dict[str, Level]] = {
     "node": "BASIC",
     "accelerated_compute": "BASIC",
@@ -103,7 +200,21 @@ EKS_DEFAULT_LEVELS: Final[dict[str, Level]] = {
     "scaling": "DISABLED",
     "ray": "DISABLED",
 }
-SLURM_DEFAULT_LEVELS: Final[dict[str, Level]] = dict.fromkeys(SLURM_CATEGORIES, "BASIC")
+SLURM_DEFAULT_LEVELS: Final[dict[str, Level]] = {
+    category: setting.default for category, setting in SLURM_EXTENSION_SETTINGS.items()
+}
+
+
+def slurm_level_problem(category: str, level: str) -> str | None:
+    """Why ``level`` is not a level of the Slurm extension's ``category``; None when it is."""
+    setting = SLURM_EXTENSION_SETTINGS[category]
+    if level in setting.levels:
+        return None
+    return (
+        f"{level} is not a level of the Slurm extension's {setting.key}; use "
+        f"{' or '.join(setting.levels)} ({SLURM_EXTENSION_SOURCE})"
+    )
+
 
 WORKSPACE_ARN_PATTERN = (
     r"^arn:aws[a-z-]*:aps:[a-z0-9-]+:[0-9]{12}:workspace/[0-9A-Za-z][-.0-9A-Z_a-z]{0,63}$"
@@ -127,8 +238,9 @@ ExtensionVersion = Annotated[
 
 
 class MetricLevels(StrictModel):
-    """The level of each metric category: DISABLED, BASIC or ADVANCED; left out, the
-    orchestrator's default. Slurm has node, accelerated_compute, network and cluster only."""
+    """The level of each metric category; left out, the orchestrator's default. EKS: DISABLED,
+    BASIC or ADVANCED. Slurm (the extension's categories and levels): node and
+    accelerated_compute BASIC | ADVANCED; network, job, cluster and nccl ENABLED | DISABLED."""
 
     node: Level | None = Field(default=None, description="Node (node exporter) metrics.")
     accelerated_compute: Level | None = Field(
@@ -136,6 +248,12 @@ class MetricLevels(StrictModel):
     )
     network: Level | None = Field(default=None, description="EFA network metrics.")
     cluster: Level | None = Field(default=None, description="Cluster (scheduler) metrics.")
+    job: Level | None = Field(
+        default=None, description="slurm only: Slurm job metrics (ENABLED | DISABLED)."
+    )
+    nccl: Level | None = Field(
+        default=None, description="slurm only: NCCL metrics (ENABLED | DISABLED)."
+    )
     training: Level | None = Field(default=None, description="eks only: training job metrics.")
     inference: Level | None = Field(default=None, description="eks only: inference metrics.")
     task_governance: Level | None = Field(
@@ -174,10 +292,16 @@ class ObservabilityConfig(StrictModel):
     )
     levels: MetricLevels = Field(
         default_factory=MetricLevels,
-        description="Per category: node, accelerated_compute, network, cluster and, eks only, "
-        "training, inference, task_governance, scaling, ray -> DISABLED | BASIC | ADVANCED.",
+        description="Per category. eks: node, accelerated_compute, network, cluster, training, "
+        "inference, task_governance, scaling, ray -> DISABLED | BASIC | ADVANCED. slurm (the "
+        "extension's): node, accelerated_compute -> BASIC | ADVANCED; network, job, cluster, "
+        "nccl -> ENABLED | DISABLED.",
     )
-    logging: bool = Field(default=False, description="The collector also ships the cluster's logs.")
+    logging: bool = Field(
+        default=False,
+        description="eks only: the add-on also ships the cluster's logs (the Slurm extension "
+        "has no logging setting).",
+    )
     alert_rules: bool = Field(
         default=True,
         description="AWS's GPU, disk and FSx alert rules in the workspace, routed to `alerts`.",
@@ -309,19 +433,43 @@ def check_observability(cfg: EnvironmentConfig, out: IssueSink) -> None:
         return
     enabled = cfg.observability_enabled
     if cfg.is_slurm:
-        for key, _ in section.levels.given().items():
+        for key, level in section.levels.given().items():
             if key in EKS_ONLY_CATEGORIES:
                 out.error(
                     f"{_PATH}.levels.{key}",
                     f"applies only with orchestrator: eks (Slurm clusters have "
                     f"{', '.join(SLURM_CATEGORIES)}); remove it",
                 )
-    elif section.extension_version is not None:
-        out.error(
-            f"{_PATH}.extension_version",
-            "applies only with orchestrator: slurm (EKS uses the observability add-on, pinned "
-            "with the other add-ons); remove it",
-        )
+            elif (problem := slurm_level_problem(key, level)) is not None:
+                out.error(f"{_PATH}.levels.{key}", problem)
+        if section.logging:
+            out.error(
+                f"{_PATH}.logging",
+                "true, but the Slurm extension sagemaker-observability has no logging setting "
+                "(it takes prometheus, metricsProvider and profilesProvider and rejects unknown "
+                f"settings: {SLURM_EXTENSION_SOURCE}); remove it (logging applies to the EKS "
+                "add-on only)",
+            )
+    else:
+        for key, level in section.levels.given().items():
+            if key in SLURM_ONLY_CATEGORIES:
+                out.error(
+                    f"{_PATH}.levels.{key}",
+                    f"applies only with orchestrator: slurm (the EKS add-on has "
+                    f"{', '.join(EKS_CATEGORIES)}); remove it",
+                )
+            elif level not in EKS_LEVELS:
+                out.error(
+                    f"{_PATH}.levels.{key}",
+                    f"{level} is not a level of the observability add-on's {METRIC_KEYS[key]}; "
+                    f"use {', '.join(EKS_LEVELS)}",
+                )
+        if section.extension_version is not None:
+            out.error(
+                f"{_PATH}.extension_version",
+                "applies only with orchestrator: slurm (EKS uses the observability add-on, "
+                "pinned with the other add-ons); remove it",
+            )
     if section.prometheus_workspace_arn:
         _check_workspace_arn(section.prometheus_workspace_arn, cfg, out)
     if section.grafana and cfg.region not in facts.GRAFANA_REGIONS:
@@ -332,6 +480,8 @@ def check_observability(cfg: EnvironmentConfig, out: IssueSink) -> None:
         )
     if not enabled:
         for key in ("prometheus_workspace_arn", "levels", "logging", "alert_rules", "grafana"):
+            if key == "logging" and cfg.is_slurm:
+                continue  # an error above
             if section.is_set(key) and getattr(section, key) not in (None, False):
                 if key == "levels" and not section.levels.given():
                     continue

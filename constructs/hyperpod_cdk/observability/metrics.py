@@ -34,6 +34,11 @@ workspace
 The extension API: see                          extension_handler/handler.py (botocore 1.44.5)
 ``extension_handler/handler.py``; its version
 pin: ``config/observability.py``
+The extension's ``ConfigurationValues``:        SageMaker developer guide, "Observability
+``prometheus.remoteWriteUrl`` (the workspace's  extension configuration" (read 2026-11-27;
+remote write URL) and                           ``config/observability.py``
+``metricsProvider.<category>.level``; no        ``SLURM_EXTENSION_SETTINGS``)
+``ampWorkspace``, no ``logging``
 A custom resource's properties reach its        cloudformation-coverage-roadmap issue #1037;
 handler with every scalar a string: the         aws/aws-cdk pull request #4000 (read
 configuration travels as one JSON string        2026-11-27)
@@ -66,7 +71,12 @@ from constructs import Construct
 from hyperpod_cdk.checkov_skips import skip_check
 from hyperpod_cdk.compliance import acknowledge_controls
 from hyperpod_cdk.config import facts
-from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION
+from hyperpod_cdk.config.observability import (
+    EXTENSION_NAME,
+    EXTENSION_VERSION,
+    SLURM_EXTENSION_SETTINGS,
+    SLURM_EXTENSION_SOURCE,
+)
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
 from hyperpod_cdk.observability import EXTENSION_HANDLER_DIR
@@ -142,6 +152,36 @@ def workspace_endpoint(scope: Construct, workspace_id: str, *, trailing_slash: b
     return f"{base}/" if trailing_slash else base
 
 
+def extension_configuration(remote_write_url: str, levels: Mapping[str, str]) -> dict[str, Any]:
+    """The Slurm extension's ``ConfigurationValues`` as AWS documents them
+    (:data:`hyperpod_cdk.config.observability.SLURM_EXTENSION_SETTINGS`, from
+    :data:`~hyperpod_cdk.config.observability.SLURM_EXTENSION_SOURCE`):
+    ``prometheus.remoteWriteUrl`` (the workspace's remote write URL; without it the extension
+    writes to CloudWatch) and ``metricsProvider.<key>.level`` of each category in ``levels``
+    (``metricsProvider`` key -> level). Nothing else: the extension rejects unknown settings.
+
+    :raises ValueError: a key or level the extension does not document.
+    """
+    by_key = {setting.key: setting for setting in SLURM_EXTENSION_SETTINGS.values()}
+    for key, level in levels.items():
+        if key not in by_key:
+            raise ValueError(
+                f"levels: {key!r} is not a metricsProvider category of the Slurm extension "
+                f"({', '.join(by_key)}; {SLURM_EXTENSION_SOURCE})"
+            )
+        if level not in by_key[key].levels:
+            raise ValueError(
+                f"levels: {level} is not a level of the Slurm extension's {key}; use "
+                f"{' or '.join(by_key[key].levels)}"
+            )
+    configuration: dict[str, Any] = {"prometheus": {"remoteWriteUrl": remote_write_url}}
+    if levels:
+        configuration["metricsProvider"] = {
+            key: {"level": level} for key, level in sorted(levels.items())
+        }
+    return configuration
+
+
 def workspace_id_of(arn: str) -> str:
     """The id of a workspace ARN (a literal): the part after ``workspace/``."""
     parts = arn.split(":", 5)
@@ -203,8 +243,10 @@ class HyperPodMetrics(Construct):
     :param alerts_topic_arn: where the alert manager of a workspace this app owns sends the
         alerts (an SNS topic of this region that lets aps.amazonaws.com publish).
     :param cluster_arn: Slurm: the cluster to install the extension on (a token is fine).
-    :param levels: Slurm: ``metricsProvider`` key -> level, sent to the extension.
-    :param logging: Slurm: ask the extension to ship the cluster's logs too.
+    :param levels: Slurm: ``metricsProvider`` key -> level, sent to the extension
+        (:func:`extension_configuration`); the alert rules they cannot back are left out.
+    :param logging: EKS-only (the add-on ships logs); the Slurm extension has no such setting,
+        so True with ``slurm`` is a ValueError.
     :param extension_version: Slurm: the pinned extension version.
     :param node_roles: Slurm: the execution roles of the instance groups; each gets
         ``aps:RemoteWrite`` on this workspace only and ECR pull on HyperPod's exporter
@@ -246,6 +288,11 @@ class HyperPodMetrics(Construct):
             raise ValueError("give workspace (one this app creates) or workspace_arn, not both")
         if orchestrator == "slurm" and cluster_arn is None:
             raise ValueError("orchestrator slurm: the extension needs cluster_arn")
+        if orchestrator == "slurm" and logging:
+            raise ValueError(
+                "orchestrator slurm: the sagemaker-observability extension has no logging "
+                f"setting ({SLURM_EXTENSION_SOURCE})"
+            )
         stack = cdk.Stack.of(self)
         self.adopted = workspace_arn is not None
         self.log_group: logs.LogGroup | None = None
@@ -271,7 +318,12 @@ class HyperPodMetrics(Construct):
                 "AlertRules",
                 workspace=self.workspace_arn,
                 name=RULE_NAMESPACE,
-                data=rule_file(orchestrator, cluster_name),
+                # on Slurm the rules the extension's levels cannot back are left out
+                data=rule_file(
+                    orchestrator,
+                    cluster_name,
+                    dict(levels or {}) if orchestrator == "slurm" else None,
+                ),
             )
         self.alert_manager: str | None = None
         if self.workspace is not None and alerts_topic_arn is not None:
@@ -293,7 +345,6 @@ class HyperPodMetrics(Construct):
                 cluster_arn,
                 cluster_name=cluster_name,
                 levels=dict(levels or {}),
-                logging=logging,
                 version=extension_version,
                 node_roles=node_roles,
                 registry_account=exporter_registry_account,
@@ -308,7 +359,6 @@ class HyperPodMetrics(Construct):
         *,
         cluster_name: str,
         levels: dict[str, str],
-        logging: bool,
         version: str,
         node_roles: Sequence[iam.IRole],
         registry_account: str | None,
@@ -388,17 +438,7 @@ class HyperPodMetrics(Construct):
             query_interval=QUERY_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
         )
-        configuration: dict[str, Any] = {
-            "ampWorkspace": {
-                "prometheusEndpoint": workspace_endpoint(
-                    self, self.workspace_id, trailing_slash=False
-                ),
-                "arn": self.workspace_arn,
-            },
-            "metricsProvider": {key: {"level": level} for key, level in levels.items()},
-            # always explicit: UpdateClusterExtension keeps a setting that is left out
-            "logging": {"enabled": logging},
-        }
+        configuration = extension_configuration(self.remote_write_url, levels)
         self.extension = cdk.CustomResource(
             self,
             "Extension",

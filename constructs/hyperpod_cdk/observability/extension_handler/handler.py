@@ -4,22 +4,23 @@ The pinned aws-cdk-lib (2.275.0) has no CloudFormation type for the extension
 (``AWS::SageMaker::Extension`` exists in later releases); this handler drives the SageMaker API
 under CDK's provider framework (``aws_cdk.custom_resources.Provider``):
 
-- ``on_event`` starts the change. Create calls ``CreateClusterExtension`` with only the settings
-  AWS documents (:data:`DOCUMENTED`; the CloudFormation request id is the client token, so a
-  request delivered twice creates nothing twice). Update calls ``UpdateClusterExtension``: the
-  version only when it changed (the API moves only to a later version, so an earlier one fails at
-  once), every wanted setting the extension knows (the API keeps what is omitted, so a setting
-  turned off is sent as ``false``) and ``null`` for one no longer wanted; or it creates a new
-  extension when the cluster or the extension name changed (CloudFormation then deletes the old
-  one). Delete calls ``DeleteClusterExtension`` (an extension or cluster already gone is fine; one
-  still busy is deleted by ``is_complete`` once it can be). Create and Update also set a
-  deadline that ``is_complete`` reads.
+- ``on_event`` starts the change. Create calls ``CreateClusterExtension`` with the whole
+  configuration (every setting of it is one AWS documents, :data:`DOCUMENTED`; any other fails at
+  once, in one line, as the service would reject it; the CloudFormation request id is the client
+  token, so a request delivered twice creates nothing twice). Update calls
+  ``UpdateClusterExtension``: the version only when it changed (the API moves only to a later
+  version, so an earlier one fails at once), every wanted setting (the API keeps what is omitted,
+  so a setting turned off is sent as its off value) and ``null`` for a documented setting no
+  longer wanted; or it creates a new extension when the cluster or the extension name changed
+  (CloudFormation then deletes the old one). Delete calls ``DeleteClusterExtension`` (an
+  extension or cluster already gone is fine; one still busy is deleted by ``is_complete`` once it
+  can be). Create and Update also set a deadline that ``is_complete`` reads, and the time sent.
 - ``is_complete`` reads ``DescribeClusterExtension``: ``Creating``/``Updating``/``Deleting`` and
   ``Degraded`` (installed on some nodes, or a node reported it unhealthy: it may recover) poll
-  again; ``Active`` at the wanted version then compares the wanted settings with the ones the
-  extension returns (every setting with its default): a setting it returns and that differs is
-  sent with ``UpdateClusterExtension`` (the service has shown it knows it), a wanted setting it
-  does not return fails the resource unless the wanted value is off; when all agree it is done.
+  again; ``Active`` at the wanted version then checks that the stored configuration (HyperPod
+  writes every setting into it, the defaults too) holds every setting sent: when it does, done;
+  when it still differs :data:`STORED_GRACE_SECONDS` after the request (a read right after the
+  request may precede it), the resource fails in one line naming each difference.
   ``CreateFailed``/``UpdateFailed``/``DeleteFailed`` fail with the service's ``Health.Issues``
   codes, messages and node counts; past the deadline it fails with the last status and issues
   read, before the framework's own total timeout (whose message, "Operation timed out", says
@@ -34,15 +35,21 @@ the handler as ``{"enabled": "true"}``), ``TimeoutSeconds``.
 
 Facts (pinned botocore 1.44.5 service model, read 2026-11-25): CreateClusterExtension needs
 ``ClusterArn`` and ``ExtensionName``, Continuous provisioning and a Slurm cluster; at most one
-extension of a name per cluster; ``ConfigurationValues`` 1-10240 characters, its one documented
-setting ``metricsProvider.nodeMetrics.level``, unknown settings rejected per version;
+extension of a name per cluster; ``ConfigurationValues`` 1-10240 characters;
 UpdateClusterExtension keeps omitted settings, resets ``null`` ones, takes only a later version;
 ``ExtensionDetails.ConfigurationValues`` holds every setting with its default; status enum
 Creating | Active | CreateFailed | Updating | Deleting | DeleteFailed | Degraded | UpdateFailed;
 ``Health.Issues[]{Code, Message, NodeCount}`` with codes InvalidConfiguration,
 ConfigurationConflict, AccessDenied, ResourceNotFound, DependencyUnreachable,
 ExtensionUnhealthy, InternalFailure, Other; errors ConflictException, ResourceNotFound,
-ResourceInUse.
+ResourceInUse. The settings (:data:`DOCUMENTED`): SageMaker developer guide, "Observability
+extension configuration" (:data:`SOURCE`, read 2026-11-27): ``prometheus.remoteWriteUrl``,
+``metricsProvider.{nodeMetrics, acceleratedComputeMetrics, networkMetrics, jobMetrics,
+clusterMetrics, ncclMetrics}.{level, collectionIntervalSeconds}``,
+``profilesProvider.hostProfiling.enabled``; "Unknown settings are rejected at every level";
+"HyperPod writes the default values into the stored configuration, so DescribeClusterExtension
+shows every setting" (the config side holds the levels: ``hyperpod_cdk.config.observability.
+SLURM_EXTENSION_SETTINGS``; a test holds the two together).
 
 Timeout recommendation for the construct: ``Provider(query_interval=30 s, total_timeout=
 60 min)`` and ``TimeoutSeconds`` = 55 min, so the handler's readable message comes first. The
@@ -57,7 +64,6 @@ lacks it (:func:`sagemaker_client`). Everything else is the standard library.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
 import time
@@ -87,14 +93,33 @@ GONE_CODES: Final = frozenset({"ResourceNotFound", "ResourceNotFoundException"})
 BUSY_CODES: Final = frozenset({"ConflictException", "ResourceInUse"})
 # the failure reason travels in CloudFormation's 4 KiB response, with the framework's additions
 MAX_MESSAGE: Final = 1500
-#: the settings AWS documents for the Slurm extension (botocore ``CreateClusterExtensionRequest.
-#: ConfigurationValues`` example ``{"metricsProvider":{"nodeMetrics":{"level":"ADVANCED"}}}``):
-#: sent from the start; every other setting only once the extension has returned it
-DOCUMENTED: Final[frozenset[tuple[str, ...]]] = frozenset(
-    {("metricsProvider", "nodeMetrics", "level")}
+#: where AWS documents the Slurm extension's settings (read 2026-11-27)
+SOURCE: Final = (
+    "https://docs.aws.amazon.com/sagemaker/latest/dg/"
+    "sagemaker-hyperpod-cluster-observability-slurm-extension-config.html"
 )
-#: wanted values that mean "off": a setting the extension does not know is off already
-OFF: Final = (False, None, "DISABLED")
+#: the extension's ``metricsProvider`` categories (:data:`SOURCE`)
+CATEGORIES: Final = (
+    "nodeMetrics",
+    "acceleratedComputeMetrics",
+    "networkMetrics",
+    "jobMetrics",
+    "clusterMetrics",
+    "ncclMetrics",
+)
+#: every setting AWS documents for the Slurm extension (:data:`SOURCE`); the page's stored copy
+#: read here ends in a further setting starting ``graf``, which is therefore not sent
+DOCUMENTED: Final[frozenset[tuple[str, ...]]] = frozenset(
+    {
+        ("prometheus", "remoteWriteUrl"),
+        ("profilesProvider", "hostProfiling", "enabled"),
+        *(("metricsProvider", key, "level") for key in CATEGORIES),
+        *(("metricsProvider", key, "collectionIntervalSeconds") for key in CATEGORIES),
+    }
+)
+#: how long after a request an Active extension whose stored configuration still differs from
+#: what was sent is polled again (a read right after the request may precede it) before failing
+STORED_GRACE_SECONDS: Final = 300
 #: the operations this handler calls, and the botocore release its tests run with
 OPERATIONS: Final = (
     "CreateClusterExtension",
@@ -247,12 +272,6 @@ def _json(settings: dict[Path, Any]) -> str:
     return json.dumps(nest(settings), sort_keys=True, separators=(",", ":"))
 
 
-def _token(request_id: str, body: str) -> str:
-    """A client token per request and content (<= 64 characters): the same update sent twice is
-    applied once; a different one is not refused as a reuse."""
-    return f"{request_id[:47]}-{hashlib.sha256(body.encode()).hexdigest()[:16]}"
-
-
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in str(text).split("."))
 
@@ -290,17 +309,32 @@ def on_event(event: Event, context: Any) -> Event:
     raise ValueError(f"unknown RequestType {kind!r}")
 
 
+def wanted_settings(properties: dict[str, Any]) -> dict[Path, Any]:
+    """Every setting of ``ConfigurationValues``: path -> value.
+
+    :raises ExtensionFailed: a setting AWS does not document for the extension (it rejects
+        unknown settings "at every level"), in one line naming each and the documented ones.
+    """
+    wanted = leaves(configuration(properties.get("ConfigurationValues")))
+    unknown = [path for path in wanted if path not in DOCUMENTED]
+    if unknown:
+        text = (
+            f"ConfigurationValues has setting(s) the {properties.get('ExtensionName', DEFAULT_EXTENSION)}"
+            f" extension does not document: {_dotted(unknown)}; it rejects unknown settings."
+            f" Documented: {_dotted(DOCUMENTED)} ({SOURCE})"
+        )
+        raise ExtensionFailed(text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "...")
+    return wanted
+
+
 def _create(event: Event, properties: dict[str, Any]) -> Event:
     name = properties.get("ExtensionName", DEFAULT_EXTENSION)
-    wanted = leaves(configuration(properties.get("ConfigurationValues")))
-    documented: dict[Path, Any] = {
-        path: value for path, value in wanted.items() if path in DOCUMENTED
-    }
+    wanted = wanted_settings(properties)
     request: dict[str, Any] = {"ClusterArn": properties["ClusterArn"], "ExtensionName": name}
     if properties.get("ExtensionVersion"):
         request["ExtensionVersion"] = str(properties["ExtensionVersion"])
-    if documented:
-        request["ConfigurationValues"] = _json(documented)
+    if wanted:
+        request["ConfigurationValues"] = _json(wanted)
     request["ClientToken"] = event["RequestId"][:64]
     try:
         answer = _client(properties["ClusterArn"]).create_cluster_extension(**request)
@@ -318,7 +352,7 @@ def _create(event: Event, properties: dict[str, Any]) -> Event:
     LOG.info("creating %s on %s: %s", name, properties["ClusterArn"], arn)
     return {
         "PhysicalResourceId": arn,
-        "Data": {"Deadline": _deadline(properties), "ExtensionArn": arn},
+        "Data": {"Deadline": _deadline(properties), "Sent": int(time.time()), "ExtensionArn": arn},
     }
 
 
@@ -341,27 +375,23 @@ def _update(event: Event, properties: dict[str, Any], old: dict[str, Any]) -> Ev
                 " earlier one"
             )
         request["ExtensionVersion"] = version
-    details = _describe_now(cluster_arn, extension_arn)
-    current = configuration(details["ExtensionDetails"].get("ConfigurationValues"))
-    wanted = leaves(configuration(properties.get("ConfigurationValues")))
+    wanted = wanted_settings(properties)
     before = leaves(_old_configuration(old.get("ConfigurationValues")))
-    settings: dict[Path, Any] = {}
-    unknown: list[Path] = []
-    for path, value in wanted.items():
-        if path in DOCUMENTED or lookup(current, path) is not _MISSING:
-            settings[path] = value  # all of them: an omitted setting keeps its value
-        elif value not in OFF:
-            unknown.append(path)
+    # all of them: an omitted setting keeps its value
+    settings: dict[Path, Any] = dict(wanted)
     for path in before.keys() - wanted.keys():
-        if lookup(current, path) is not _MISSING:
-            settings[path] = None  # "a setting with the value null ... returns to its default"
-    if unknown and not new_version:
-        raise ExtensionFailed(_unknown_message(details, unknown, current))
+        # "a setting with the value null ... returns to its default"; a setting an earlier
+        # release wrote that AWS does not document (ampWorkspace, logging) is no setting of it
+        if path in DOCUMENTED:
+            settings[path] = None
     if settings:
         request["ConfigurationValues"] = _json(settings)
     request["ClientToken"] = event["RequestId"][:64]
     _client(cluster_arn).update_cluster_extension(**request)
-    return {"PhysicalResourceId": extension_arn, "Data": {"Deadline": _deadline(properties)}}
+    return {
+        "PhysicalResourceId": extension_arn,
+        "Data": {"Deadline": _deadline(properties), "Sent": int(time.time())},
+    }
 
 
 def _delete(cluster_arn: str, extension_arn: str) -> bool:
@@ -411,14 +441,18 @@ def is_complete(event: Event, context: Any) -> Event:
     wanted = properties.get("ExtensionVersion")
     version = details["ExtensionDetails"].get("ExtensionVersion")
     settling = ""
+    data = event.get("Data", {})
     if status == ACTIVE and (not wanted or version == str(wanted)):
-        if _settled(event, details):
+        differences = stored_differences(properties, details)
+        if not differences:
             return {
                 "IsComplete": True,
                 "Data": {"ExtensionArn": extension_arn, "Version": version},
             }
-        settling = " with settings that still differ from the wanted ones"
-    deadline = float(event.get("Data", {}).get("Deadline", time.time() + 1))
+        if time.time() >= float(data.get("Sent", 0)) + STORED_GRACE_SECONDS:
+            raise ExtensionFailed(_differences_message(details, differences))
+        settling = " with a stored configuration that still differs from the one sent"
+    deadline = float(data.get("Deadline", time.time() + 1))
     if time.time() >= deadline:
         raise ExtensionFailed(
             f"extension {extension_arn} is still {status}{settling} (version {version}, wanted"
@@ -428,68 +462,27 @@ def is_complete(event: Event, context: Any) -> Event:
     return {"IsComplete": False}
 
 
-def _settled(event: Event, details: dict[str, Any]) -> bool:
-    """True when the extension's returned settings hold every wanted one. Otherwise sends the
-    ones it returns (it has shown it knows them) and answers False; a wanted setting it does
-    not return fails, unless the wanted value is off."""
-    properties = event["ResourceProperties"]
+def stored_differences(properties: dict[str, Any], details: dict[str, Any]) -> list[str]:
+    """Each setting sent that the stored configuration (DescribeClusterExtension, every setting
+    with its value) does not hold: ``path: sent X, stored Y`` (``not stored`` when absent)."""
     current = configuration(details["ExtensionDetails"].get("ConfigurationValues"))
-    wanted = leaves(configuration(properties.get("ConfigurationValues")))
-    unknown = [
-        path
-        for path, value in wanted.items()
-        if path not in DOCUMENTED and lookup(current, path) is _MISSING and value not in OFF
-    ]
-    if unknown:
-        raise ExtensionFailed(_unknown_message(details, unknown, current))
-    pending = {
-        path: value
-        for path, value in wanted.items()
-        if (found := lookup(current, path)) is not _MISSING and found != value
-    }
-    if not pending:
-        return True
-    body = _json(pending)
-    cluster_arn = properties["ClusterArn"]
-    LOG.info("%s: applying the settings it knows now: %s", event["PhysicalResourceId"], body)
-    try:
-        _client(cluster_arn).update_cluster_extension(
-            ClusterArn=cluster_arn,
-            ExtensionArn=event["PhysicalResourceId"],
-            ConfigurationValues=body,
-            ClientToken=_token(event["RequestId"], body),
-        )
-    except ClientError as error:
-        if _code(error) not in BUSY_CODES | THROTTLING_CODES:
-            raise
-        LOG.info("the update is retried (%s)", _code(error))
-    return False
+    differences = []
+    for path, value in sorted(leaves(configuration(properties.get("ConfigurationValues"))).items()):
+        found = lookup(current, path)
+        if found != value:
+            stored = "not stored" if found is _MISSING else f"stored {json.dumps(found)}"
+            differences.append(f"{'.'.join(path)}: sent {json.dumps(value)}, {stored}")
+    return differences
 
 
-def _unknown_message(details: dict[str, Any], unknown: list[Path], current: dict[str, Any]) -> str:
+def _differences_message(details: dict[str, Any], differences: list[str]) -> str:
     extension = details["ExtensionDetails"]
-    offered = _dotted(leaves(current)) or "none"
-    text = (
+    text = _one_line(
         f"extension {extension['ExtensionName']} {extension['ExtensionVersion']} on"
-        f" {extension['ClusterArn']} does not offer the setting(s) {_dotted(unknown)} (it"
-        f" returns: {offered}); set the matching observability key off (observability.logging:"
-        " false, observability.levels.<category>: DISABLED) or pin an extension version that"
-        " has them"
+        f" {extension['ClusterArn']} is Active, but its stored configuration"
+        f" (DescribeClusterExtension) differs from the one sent: {'; '.join(differences)}"
     )
     return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 3] + "..."
-
-
-def _describe_now(cluster_arn: str, extension_arn: str) -> dict[str, Any]:
-    """DescribeClusterExtension for an update: the extension must exist."""
-    details = describe(cluster_arn, extension_arn)
-    if details is None:
-        raise ExtensionFailed(
-            f"extension {extension_arn} no longer exists on {cluster_arn}; deploy once with"
-            " observability off and again with it on to install it anew"
-        )
-    if details == {}:
-        raise ExtensionFailed(f"DescribeClusterExtension of {extension_arn} was throttled")
-    return details
 
 
 def describe(cluster_arn: str, extension_arn: str) -> dict[str, Any] | None:
