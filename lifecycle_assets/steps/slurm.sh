@@ -49,9 +49,10 @@ step_slurm_users() {
     return
   fi
   step "$name"
-  # slurmdbd may be active before it answers (its database connection comes up after it)
+  # slurmdbd may be active before it answers (its database connection comes up after it). A hung
+  # slurmdbd keeps sacctmgr ~45 s per call (measured): each try is bounded to 20 s.
   for ((i = 1; i <= 30; i++)); do
-    probe sacctmgr -nP show cluster format=cluster >/dev/null 2>&1 && break
+    probe timeout 20 sacctmgr -nP show cluster format=cluster >/dev/null 2>&1 && break
     ((i < 30)) || fail "slurmdbd does not answer sacctmgr (sacctmgr show cluster)"
     log "waiting for slurmdbd to answer ($i/30)"
     sleep "$POLL_SECONDS"
