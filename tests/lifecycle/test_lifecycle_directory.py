@@ -342,7 +342,12 @@ def test_homes_on_the_local_disk_are_made_under_home(directory_node) -> None:
 
 # ssh.service as systemd reads it on the node: the unit, then its drop-ins (the folders systemd
 # searches, a drop-in of the same name in an earlier folder wins; applied in name order).
-UNIT_DIRS = ("etc/systemd/system", "run/systemd/system", "usr/lib/systemd/system", "lib/systemd/system")
+UNIT_DIRS = (
+    "etc/systemd/system",
+    "run/systemd/system",
+    "usr/lib/systemd/system",
+    "lib/systemd/system",
+)
 EIC_DROP_IN = "usr/lib/systemd/system/ssh.service.d/ec2-instance-connect.conf"
 
 

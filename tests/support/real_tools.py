@@ -65,7 +65,9 @@ def tool(name: str, path: str | None = None) -> str:
     found = find_tool(name, path)
     if found is None:
         package = PACKAGES.get(name, name)
-        pytest.skip(f"{name} is not installed (Debian package {package}); this real-tools test needs it")
+        pytest.skip(
+            f"{name} is not installed (Debian package {package}); this real-tools test needs it"
+        )
     return found
 
 
