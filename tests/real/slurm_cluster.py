@@ -165,7 +165,7 @@ SchedulerParameters=bf_interval=1
 PrologFlags=Contain
 Epilog={epilog}
 MpiDefault=none
-ReturnToService=2
+ReturnToService=1
 SlurmctldTimeout=30
 SlurmdTimeout=30
 MinJobAge=2
