@@ -10,14 +10,17 @@ reservation (:meth:`SlurmCluster.settle`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))  # ops_testkit
+for _kit in ("ops", "lifecycle"):  # ops_testkit, lifecycle_testkit
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _kit))
 from slurm_cluster import PACKAGES, SlurmCluster, missing_programs  # noqa: E402
 
 from hyperpod_cdk.ops.verify.slurm import compute_groups  # noqa: E402
@@ -51,19 +54,24 @@ def hyperpod_partitions() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SlurmCluster]:
+def cluster() -> Iterator[SlurmCluster]:
     """The running cluster; stopped (by the pids it started) at the end of the session."""
     missing = missing_programs()
     if missing:
         pytest.skip(f"the Slurm tier needs {', '.join(missing)} (apt-get install {PACKAGES})")
     if os.geteuid() != 0:
         pytest.skip("the Slurm tier runs as root (slurmd and munged as root, as CI runs it)")
-    started = SlurmCluster(tmp_path_factory.mktemp("slurm"), partitions=hyperpod_partitions())
-    started.start()
+    # not under pytest's temporary folder (mode 0700): the PAM test's job owner, a plain user,
+    # reads slurm.conf and the munge socket there
+    base = Path(tempfile.mkdtemp(prefix="hpv-slurm-"))
+    base.chmod(0o755)
+    started = SlurmCluster(base, partitions=hyperpod_partitions())
     try:
+        started.start()
         yield started
     finally:
         started.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

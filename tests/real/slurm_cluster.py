@@ -274,7 +274,8 @@ StorageLoc=slurm_acct_db
         key = self.base / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)
-        os.chmod(self.base / "munge", 0o700)
+        # others may use the socket (a job's owner); munged refuses a folder others can write
+        os.chmod(self.base / "munge", 0o755)
         self._spawn(
             "munged",
             [
