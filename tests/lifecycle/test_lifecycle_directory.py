@@ -17,6 +17,7 @@ import configparser
 import json
 import os
 import re
+import shlex
 import stat
 import subprocess
 from collections.abc import Callable
@@ -443,6 +444,57 @@ def test_systemd_reads_ssh_service_without_the_override(directory_node) -> None:
     assert "AuthorizedKeysCommand" in " ".join(exec_start(cat()))
     assert made.run().returncode == 0
     assert exec_start(cat()) == ["/usr/sbin/sshd -D $SSHD_OPTS"]
+
+
+def sshd_effective(root: Path, tmp_path: Path) -> dict[str, str]:
+    """``sshd -T`` (openssh-server) as the node's ssh.service starts it: a main config with a
+    host key that includes the node's rendered sshd_config.d, and the ``-o`` options of the
+    unit's ExecStart (systemd's ``%%`` read as ``%``). sshd -T needs /run/sshd: it runs in a
+    private mount namespace with its own /run, the host's is never touched."""
+    sshd, unshare = real_tools.tool("sshd"), real_tools.tool("unshare")
+    if os.geteuid() != 0:
+        pytest.skip("sshd -T in a private mount namespace needs root")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    key = tmp_path / "host_ed25519"
+    subprocess.run(
+        [real_tools.tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
+    )
+    main = tmp_path / "sshd_config"
+    main.write_text(f"HostKey {key}\nInclude {root}/etc/ssh/sshd_config.d/*.conf\n")
+    [command] = exec_start(ssh_unit_text(root))
+    words = shlex.split(command.replace("%%", "%"))
+    options = [w for i, w in enumerate(words) if i and words[i - 1] == "-o" or w == "-o"]
+    done = subprocess.run(
+        [unshare, "--mount", "--propagation", "private", "sh", "-c",
+         'mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd && exec "$@"', "sh",
+         sshd, "-T", "-f", str(main), *options],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+
+
+@pytest.mark.real_tools
+def test_the_real_sshd_asks_sssd_for_keys_once_the_override_is_gone(
+    directory_node, tmp_path: Path
+) -> None:
+    """Slurm review row 7.3 with the real sshd: before the step, the command line of
+    ec2-instance-connect's drop-in wins over the rendered sshd_config.d file; after it, sshd
+    asks SSSD (sss_ssh_authorizedkeys) for a directory user's key."""
+    made = directory_node(
+        "login", {"directory": {**DIRECTORY, "ssh_public_key_attribute": "sshPublicKey"}}
+    )
+    drop_in = made.root / "etc/ssh/sshd_config.d"
+    drop_in.mkdir(parents=True, exist_ok=True)
+    (drop_in / "hyperpod-directory.conf").write_text(
+        "AuthorizedKeysCommand /usr/bin/sss_ssh_authorizedkeys %u\nAuthorizedKeysCommandUser nobody\n"
+    )
+    before = sshd_effective(made.root, tmp_path / "before")
+    assert before["authorizedkeyscommand"].startswith("/usr/share/ec2-instance-connect/")
+    assert made.run().returncode == 0
+    after = sshd_effective(made.root, tmp_path / "after")
+    assert after["authorizedkeyscommand"] == "/usr/bin/sss_ssh_authorizedkeys %u"
+    assert after["authorizedkeyscommanduser"] == "nobody"
 
 
 def test_a_changed_directory_restarts_sssd_with_the_checked_file(directory_node) -> None:

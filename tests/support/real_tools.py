@@ -33,6 +33,7 @@ PACKAGES: dict[str, str] = {
     "sssctl": "sssd-tools",
     "sssd": "sssd-common",
     "sshd": "openssh-server",
+    "ssh-keygen": "openssh-client",
     "promtool": "prometheus",
     "amtool": "prometheus-alertmanager",
     "pamtester": "pamtester",
