@@ -371,6 +371,14 @@ StorageLoc=slurm_acct_db
                 os.kill(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
 
+    def pause_daemon(self, name: str) -> None:
+        """SIGSTOP the daemon this cluster started (it hangs: connections open, no answer)."""
+        os.kill(self.processes[name].pid, signal.SIGSTOP)
+
+    def resume_daemon(self, name: str) -> None:
+        """SIGCONT after :meth:`pause_daemon`."""
+        os.kill(self.processes[name].pid, signal.SIGCONT)
+
     def stop(self) -> None:
         """End every daemon this cluster started, by pid, the last started first."""
         for name in reversed(list(self.processes)):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -22,13 +23,14 @@ from support.real_tools import SYSTEM_PATH
 pytestmark = pytest.mark.real_slurm
 
 
-def register(cluster: SlurmCluster, base: Path) -> dry.DryRun:
+def register(cluster: SlurmCluster, base: Path, **extra: str) -> dry.DryRun:
     env = {
         **dry.environment("controller", base),
         "DRY_RUN": "0",
         "HYPERPOD_ONLY_STEPS": "slurm_users",
         "SLURM_CONF": str(cluster.conf),
         "PATH": f"{base / 'bin'}:{SYSTEM_PATH}",
+        **extra,
     }
     done = subprocess.run(
         ["bash", str(base / "scripts" / dry.ENTRY_SCRIPT)],
@@ -85,3 +87,28 @@ def test_users_are_registered_once_and_follow_an_account_move(
         == "vision"
     )
     assert adds(register(cluster, base)) == []
+
+
+def test_a_hung_slurmdbd_fails_the_step_within_its_bound(
+    cluster: SlurmCluster, tmp_path: Path
+) -> None:
+    """A hung slurmdbd (stopped with SIGSTOP: sacctmgr then blocks ~45 s a call) fails the step
+    after its time bound (here 5 s, each call cut at 3 s), not after 30 blocked calls: make
+    sync-users' session must outlast the step (real_tools.md "also low")."""
+    base = dry.prepare("controller", tmp_path / "controller")
+    cluster.pause_daemon("slurmdbd")
+    try:
+        started = time.monotonic()
+        result = register(
+            cluster,
+            base,
+            HYPERPOD_SLURMDBD_WAIT_SECONDS="5",
+            HYPERPOD_SACCTMGR_TIMEOUT_SECONDS="3",
+            HYPERPOD_POLL_SECONDS="1",
+        )
+        took = time.monotonic() - started
+    finally:
+        cluster.resume_daemon("slurmdbd")
+    assert result.returncode == 1, result.output
+    assert "slurmdbd does not answer sacctmgr" in result.output
+    assert took < 30, took
