@@ -21,6 +21,7 @@ Run by hand (for debugging)::
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -69,6 +70,13 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies, even by SIGKILL, so that
+    no daemon outlives a killed test run (Linux prctl PR_SET_PDEATHSIG)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -210,6 +218,7 @@ StorageLoc=slurm_acct_db
             stderr=subprocess.STDOUT,
             env=env or self.env(),
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         out.close()
 
