@@ -29,7 +29,7 @@ CDK := $(WITH_ENV) cdk
 # before a cdk command that needs AWS: one clear line (and exit 2) when the credentials cannot be used
 CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
 
-.PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test validate deploy \
+.PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test test-real validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
         distclean lifecycle-dry-run preflight status sync-users verify bench migrate-eks-dependencies init \
         update-notes
@@ -52,8 +52,11 @@ bootstrap-checkov: ## create .venv-checkov (the pinned checkov, apart from .venv
 synth: bootstrap ## cdk synth of CONFIG (default config/default.yaml) into cdk.out/
 	@$(CDK) synth -c config="$(CONFIG)" $(if $(QUIET),--quiet) $(CDK_ARGS)
 
-test: bootstrap bootstrap-checkov lint ## lint, then the whole test suite (what .ci/run runs)
-	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q $(PYTEST_ARGS) tests
+test: bootstrap bootstrap-checkov lint ## lint, then the whole test suite but the Slurm cluster tier (what .ci/run runs first)
+	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests
+
+test-real: bootstrap-python ## the real Slurm tier: a one-node cluster from Debian's packages, verify/accounting/PAM against it (docs/testing.md)
+	@$(WITH_ENV) $(VENV_PY) -m pytest -n 0 -q -rs -m real_slurm $(PYTEST_ARGS) tests/real
 
 # make init NAME=acme REGION=us-east-1 [ORCHESTRATOR=slurm|eks] [OUT=envs/acme.yaml]
 init: bootstrap-python ## write a commented starting config (never overwrites; offline)

@@ -157,6 +157,41 @@ directory_sudoers() {
   mv -f "$new" "$file" || fail "cannot write $DIRECTORY_SUDOERS"
 }
 
+# The ssh.service drop-ins that put AuthorizedKeysCommand on sshd's command line (one a line,
+# paths in the root). ec2-instance-connect's (ssh.service.d/ec2-instance-connect.conf, in AWS's
+# images) starts `sshd -D -o "AuthorizedKeysCommand .../eic_run_authorized_keys %%u %%f" ...`:
+# an option on the command line wins over every sshd_config file, so with it sshd never asks
+# SSSD for a directory user's key.
+ssh_command_line_overrides() {
+  local dir
+  for dir in /etc/systemd/system /run/systemd/system /usr/lib/systemd/system /lib/systemd/system; do
+    grep -lsE '^[[:space:]]*ExecStart=.*AuthorizedKeysCommand' "$R$dir"/ssh.service.d/*.conf || true
+  done
+}
+
+# Keys from the directory: remove ec2-instance-connect (as AWS's HyperPod SSSD setup does,
+# awsome-distributed-training LifecycleScripts/base-config/setup_sssd.py: "it overrides
+# AuthorizedKeysCommand in sshd_config") and any drop-in that still overrides the command; true
+# when sshd's unit changed (it must be restarted: a reload re-executes sshd with the same
+# command line).
+remove_ssh_key_overrides() {
+  local changed=1 file
+  if [[ -n "$(probe dpkg-query -W -f='${db:Status-Abbrev}\n' ec2-instance-connect 2>/dev/null | grep '^[hi]i' || true)" ]]; then
+    run apt-get -y -o DPkg::Lock::Timeout=120 remove ec2-instance-connect
+    changed=0
+  fi
+  while read -r file; do
+    [[ -n "$file" ]] || continue
+    rm -f "$file" || fail "cannot remove ${file#"$R"}"
+    log "removed ${file#"$R"}: it put AuthorizedKeysCommand on sshd's command line"
+    changed=0
+  done < <(ssh_command_line_overrides)
+  if ((changed == 0)); then
+    run systemctl daemon-reload
+  fi
+  return "$changed"
+}
+
 # sshd asks SSSD for the users' public keys when the directory holds them; true when it changed.
 directory_sshd() {
   local file="$R$DIRECTORY_SSHD" attribute
@@ -235,9 +270,17 @@ step_directory() {
   fi
 
   directory_sudoers || true
-  if directory_sshd; then
+  local unit_changed=1
+  if [[ -n "$(setting node_setup.directory.ssh_public_key_attribute)" ]] && remove_ssh_key_overrides; then
+    unit_changed=0
+  fi
+  if directory_sshd || ((unit_changed == 0)); then
     run sshd -t
-    run systemctl reload ssh
+    if ((unit_changed == 0)); then
+      run systemctl restart ssh
+    else
+      run systemctl reload ssh
+    fi
   fi
 
   if ! probe systemctl is-enabled --quiet sssd || ! service_active sssd; then
@@ -282,18 +325,73 @@ step_pam_slurm_adopt() {
     line="account required pam_slurm_adopt.so"
   fi
   [[ -f "$file" ]] || fail "/etc/pam.d/sshd does not exist"
-  if grep -qE '^[[:space:]]*-?account[[:space:]].*pam_slurm_adopt\.so' "$file"; then
-    log "/etc/pam.d/sshd has pam_slurm_adopt already"
+  if place_adopt_rule "$file" "$line"; then
+    log "put '$(grep -E "$ADOPT_RULE" "$file" | head -n 1)' before common-account in /etc/pam.d/sshd"
   else
-    # the last account rule of sshd: after the system's (common-account) checks
-    append_once "$file" "$line" || true
-    log "added '$line' to /etc/pam.d/sshd"
+    log "/etc/pam.d/sshd has pam_slurm_adopt already"
   fi
+  pam_systemd_off
   # Slurm's pam_slurm_adopt docs: the job's extern step (PrologFlags=Contain) is what SSH
-  # sessions are adopted into; without it they are let in but not contained.
+  # sessions are adopted into; without it they are let in but not contained. slurm.conf takes
+  # spaces around '=' (`PrologFlags = Contain`, as slurmctld's own parser reads it).
   conf="$R/var/spool/slurmd/conf-cache/slurm.conf"
   [[ -f "$conf" ]] || conf="$R$SLURM_DIR/etc/slurm.conf"
-  if [[ -f "$conf" ]] && ! grep -qiE '^[[:space:]]*PrologFlags=.*contain' "$conf"; then
+  if [[ -f "$conf" ]] && ! grep -qiE '^[[:space:]]*PrologFlags[[:space:]]*=.*contain' "$conf"; then
     warn "slurm.conf has no PrologFlags=Contain: pam_slurm_adopt cannot put SSH sessions into the users' jobs"
   fi
+}
+
+ADOPT_RULE='^[[:space:]]*-?account[[:space:]].*pam_slurm_adopt\.so'
+
+# place_adopt_rule FILE LINE: the pam_slurm_adopt rule (the one FILE has, else LINE) right before
+# `@include common-account`, once; true when FILE changed. Not after it: libpam-sss's
+# pam-auth-update profile puts `account sufficient pam_localuser.so` into common-account, which
+# ends the account stack for every local user before a later rule runs (measured with the real
+# module and pamtester: a local user without a job got in). A `required` rule before it still
+# denies, and the system's account checks still run after it.
+place_adopt_rule() {
+  local file="$1" line="$2" rule content
+  rule="$(grep -E "$ADOPT_RULE" "$file" | head -n 1 || true)"
+  [[ -n "$rule" ]] || rule="$line"
+  content="$(awk -v rule="$rule" -v pattern="$ADOPT_RULE" '
+    $0 ~ pattern {next}
+    !placed && $1 == "@include" && $2 == "common-account" {print rule; placed=1}
+    {print}
+    END {if (!placed) print rule}' "$file")" || fail "cannot read /etc/pam.d/sshd"
+  write_file "$file" <<<"$content"
+}
+
+# pam_systemd_off: Slurm's pam_slurm_adopt page: "The pam_systemd module will conflict with
+# pam_slurm_adopt, so you need to disable it in all files that are included in sshd [...]. You
+# should also stop and mask systemd-logind." (logind would move the adopted SSH session out of
+# the job's cgroup, so it is neither limited nor ended with the job.)
+# https://slurm.schedmd.com/pam_slurm_adopt.html
+pam_systemd_off() {
+  local file files=()
+  mapfile -t files < <(sshd_pam_systemd_files)
+  if ((${#files[@]} > 0)) && [[ -f "$R/usr/share/pam-configs/systemd" ]]; then
+    # the profile off for good: a later pam-auth-update (a package, mkhomedir) does not bring it back
+    run pam-auth-update --disable systemd
+    mapfile -t files < <(sshd_pam_systemd_files)
+  fi
+  for file in "${files[@]}"; do
+    [[ -n "$file" ]] || continue
+    sed -i -E 's/^([[:space:]]*-?session[[:space:]].*pam_systemd\.so.*)$/# off for pam_slurm_adopt: \1/' \
+      "$R/etc/pam.d/$file" || fail "cannot write /etc/pam.d/$file"
+    log "turned pam_systemd off in /etc/pam.d/$file (pam_slurm_adopt)"
+  done
+  if [[ "$(probe systemctl is-enabled systemd-logind 2>/dev/null || true)" != masked ]]; then
+    run systemctl stop systemd-logind
+    run systemctl mask systemd-logind
+  fi
+}
+
+# sshd_pam_systemd_files: /etc/pam.d/sshd and the files it includes that call pam_systemd.
+sshd_pam_systemd_files() {
+  local name
+  { echo sshd; awk '$1 == "@include" {print $2}' "$R/etc/pam.d/sshd"; } | while read -r name; do
+    if grep -qsE '^[[:space:]]*-?session[[:space:]].*pam_systemd\.so' "$R/etc/pam.d/$name"; then
+      printf '%s\n' "$name"
+    fi
+  done
 }

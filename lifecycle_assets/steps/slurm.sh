@@ -26,6 +26,11 @@ step_slurm_accounting() {
   fail "slurmdbd is not active; HyperPod configures it from the cluster's AccountingDatabase (see the cluster's CloudWatch log stream)"
 }
 
+# How long step_slurm_users waits for slurmdbd in all, and for one sacctmgr call (the tests
+# shorten them).
+SLURMDBD_WAIT_SECONDS="${HYPERPOD_SLURMDBD_WAIT_SECONDS:-300}"
+SACCTMGR_TIMEOUT_SECONDS="${HYPERPOD_SACCTMGR_TIMEOUT_SECONDS:-20}"
+
 # sacct_lists ARGS...: `sacctmgr -nP show ARGS` lists something (a read-only query).
 sacct_lists() { [[ -n "$(probe sacctmgr -nP show "$@" 2>/dev/null || true)" ]]; }
 
@@ -33,7 +38,7 @@ sacct_lists() { [[ -n "$(probe sacctmgr -nP show "$@" 2>/dev/null || true)" ]]; 
 # default the user's name) and one association each, so that `sacct` and fair share see them.
 # Idempotent: only what sacctmgr does not list yet is added.
 step_slurm_users() {
-  local name="Slurm accounts and users" file lines kind user _uid account _groups i
+  local name="Slurm accounts and users" file lines kind user _uid account _groups i deadline
   current_step "$name"
   file="$(users_file)"
   if [[ -z "$file" ]]; then
@@ -49,10 +54,14 @@ step_slurm_users() {
     return
   fi
   step "$name"
-  # slurmdbd may be active before it answers (its database connection comes up after it)
+  # slurmdbd may be active before it answers (its database connection comes up after it). A hung
+  # slurmdbd keeps sacctmgr ~45 s per call (measured), so each try is bounded to 20 s and the
+  # wait to 30 tries and SLURMDBD_WAIT_SECONDS in all: make sync-users' session (900 s) must
+  # outlast it.
+  deadline=$((SECONDS + SLURMDBD_WAIT_SECONDS))
   for ((i = 1; i <= 30; i++)); do
-    probe sacctmgr -nP show cluster format=cluster >/dev/null 2>&1 && break
-    ((i < 30)) || fail "slurmdbd does not answer sacctmgr (sacctmgr show cluster)"
+    probe timeout "$SACCTMGR_TIMEOUT_SECONDS" sacctmgr -nP show cluster format=cluster >/dev/null 2>&1 && break
+    ((i < 30 && SECONDS < deadline)) || fail "slurmdbd does not answer sacctmgr (sacctmgr show cluster)"
     log "waiting for slurmdbd to answer ($i/30)"
     sleep "$POLL_SECONDS"
   done

@@ -17,7 +17,7 @@ import configparser
 import json
 import os
 import re
-import shutil
+import shlex
 import stat
 import subprocess
 from collections.abc import Callable
@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 from lifecycle_testkit import PROJECT_ROOT, dry
+from support import real_tools
 
 BIND = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hyperpod/ldap-bind-AbCdEf"
 CA = "arn:aws:secretsmanager:us-west-2:111122223333:secret:hyperpod/ldap-ca-AbCdEf"
@@ -261,15 +262,52 @@ def test_sssd_is_checked_and_started_once(ran, node: str) -> None:
     assert second.commands == []  # nothing left to change
 
 
-@pytest.mark.skipif(shutil.which("sssctl") is None, reason="this machine has no sssctl (SSSD)")
-def test_the_real_sssctl_accepts_the_rendered_file(ran, tmp_path: Path) -> None:
+RFC2307_KEYS = {**DIRECTORY, "ldap_schema": "rfc2307", "ssh_public_key_attribute": "sshPublicKey"}
+
+
+@pytest.fixture(scope="session")
+def rendered_sssd_confs(ran, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Every sssd.conf the step renders: controller, login, compute, each for the AD directory
+    and for an RFC 2307 one with SSH keys (``<variant>-<node>`` -> the file's text)."""
+    files = {f"ad-{node}": ran(node)[0].read("/etc/sssd/sssd.conf") for node in SLURM_NODES}
+    for node in SLURM_NODES:
+        made = make_node(
+            tmp_path_factory.mktemp(f"rfc2307-{node}") / "n", node, {"directory": RFC2307_KEYS}
+        )
+        assert made.run().returncode == 0
+        files[f"rfc2307-{node}"] = made.read("/etc/sssd/sssd.conf")
+    return files
+
+
+@pytest.mark.real_tools
+@pytest.mark.parametrize("variant", ["ad", "rfc2307"])
+@pytest.mark.parametrize("node", SLURM_NODES)
+def test_the_real_sssctl_accepts_every_rendered_file(
+    rendered_sssd_confs: dict[str, str], tmp_path: Path, variant: str, node: str
+) -> None:
+    """``sssctl config-check -c FILE`` (sssd-tools) on each rendered file, with the ``conf.d``
+    folder beside it that sssd-common ships next to /etc/sssd/sssd.conf (sssctl reports a
+    missing one as an error, which is not the file's)."""
+    sssctl = real_tools.tool("sssctl")
     conf = tmp_path / "sssd.conf"
-    conf.write_text(ran("login")[0].read("/etc/sssd/sssd.conf"))
+    conf.write_text(rendered_sssd_confs[f"{variant}-{node}"])
     conf.chmod(0o600)
+    (tmp_path / "conf.d").mkdir()
     done = subprocess.run(
-        ["sssctl", "config-check", "-c", str(conf)], capture_output=True, text=True, check=False
+        [sssctl, "config-check", "-c", str(conf)], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "Issues identified by validators: 0" in done.stdout
+
+
+def test_a_real_tools_test_skips_with_the_reason_where_the_tool_is_absent(tmp_path: Path) -> None:
+    """The skip path of the tier: with a PATH that has no sssctl, the test skips and says which
+    program and which Debian package it needs."""
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        real_tools.tool("sssctl", path=str(tmp_path))
+    assert str(skipped.value) == (
+        "sssctl is not installed (Debian package sssd-tools); this real-tools test needs it"
+    )
 
 
 def test_the_secrets_never_reach_the_log_or_the_uploaded_files(ran) -> None:
@@ -303,24 +341,160 @@ def test_homes_on_the_local_disk_are_made_under_home(directory_node) -> None:
     assert dict(sssd_conf(made).items("domain/hyperpod"))["override_homedir"] == "/home/%u"
 
 
+# ssh.service as systemd reads it on the node: the unit, then its drop-ins (the folders systemd
+# searches, a drop-in of the same name in an earlier folder wins; applied in name order).
+UNIT_DIRS = (
+    "etc/systemd/system",
+    "run/systemd/system",
+    "usr/lib/systemd/system",
+    "lib/systemd/system",
+)
+EIC_DROP_IN = "usr/lib/systemd/system/ssh.service.d/ec2-instance-connect.conf"
+
+
+def ssh_unit_text(root: Path) -> str:
+    """What ``systemctl cat ssh.service`` prints on the fake node (read from its unit files)."""
+    unit = next(root / d / "ssh.service" for d in UNIT_DIRS if (root / d / "ssh.service").exists())
+    parts = [f"# {unit}\n{unit.read_text()}"]
+    drop_ins: dict[str, Path] = {}
+    for folder in UNIT_DIRS:
+        for path in sorted((root / folder / "ssh.service.d").glob("*.conf")):
+            drop_ins.setdefault(path.name, path)
+    parts += [f"# {drop_ins[name]}\n{drop_ins[name].read_text()}" for name in sorted(drop_ins)]
+    return "\n".join(parts)
+
+
+def exec_start(unit_text: str) -> list[str]:
+    """The ExecStart lines systemd runs, from a ``systemctl cat`` text (``ExecStart=`` resets)."""
+    found: list[str] = []
+    for line in unit_text.splitlines():
+        if line.startswith("ExecStart="):
+            value = line.removeprefix("ExecStart=").strip()
+            found = [*found, value] if value else []
+    return found
+
+
+def test_ec2_instance_connect_overrides_authorized_keys_on_the_fake_node() -> None:
+    """The fake node is an AWS image with ec2-instance-connect: its ssh.service drop-in puts
+    AuthorizedKeysCommand on sshd's command line (aws/aws-ec2-instance-connect-config
+    src/deb_systemd/ssh.service.d/ec2-instance-connect.conf), which wins over sshd_config.d."""
+    [command] = exec_start(ssh_unit_text(dry.FAKE_NODE / "root"))
+    assert '-o "AuthorizedKeysCommand /usr/share/ec2-instance-connect/' in command
+
+
 def test_keys_from_the_directory_reach_sshd(directory_node) -> None:
+    """Slurm review row 7.3 (AWS's HyperPod SSSD setup, awsome-distributed-training
+    LifecycleScripts/base-config/setup_sssd.py, removes ec2-instance-connect "because it
+    overrides AuthorizedKeysCommand in sshd_config"): the unit sshd runs with has no
+    AuthorizedKeysCommand of its own once the keys come from the directory."""
     setup = {"directory": {**DIRECTORY, "ssh_public_key_attribute": "sshPublicKey"}}
     made = directory_node("login", setup)
     result = made.run()
     assert result.returncode == 0, result.output
+    assert "apt-get -y -o DPkg::Lock::Timeout=120 remove ec2-instance-connect" in result.commands
+    assert not (made.root / EIC_DROP_IN).exists()
+    assert exec_start(ssh_unit_text(made.root)) == ["/usr/sbin/sshd -D $SSHD_OPTS"]
+    # the command line changed: a restart (a reload re-executes sshd with its old command line)
+    assert result.commands.index("systemctl daemon-reload") < result.commands.index(
+        "systemctl restart ssh"
+    )
+    assert result.commands.index("sshd -t") < result.commands.index("systemctl restart ssh")
+    assert "systemctl reload ssh" not in result.commands
+    again = made.run()
+    assert again.returncode == 0 and again.commands == [], again.output
     conf = sssd_conf(made)
     assert conf.get("sssd", "services") == "nss, pam, ssh"
     assert conf.get("domain/hyperpod", "ldap_user_ssh_public_key") == "sshPublicKey"
     drop_in = made.read("/etc/ssh/sshd_config.d/hyperpod-directory.conf").splitlines()
     assert "AuthorizedKeysCommand /usr/bin/sss_ssh_authorizedkeys %u" in drop_in
     assert "AuthorizedKeysCommandUser nobody" in drop_in
-    assert result.commands.index("sshd -t") < result.commands.index("systemctl reload ssh")
     # without the attribute there is no drop-in (and none is left from before)
     made.settings(lambda s: s["node_setup"]["directory"].pop("ssh_public_key_attribute"))
     again = made.run()
     assert again.returncode == 0, again.output
     assert not (made.root / "etc/ssh/sshd_config.d/hyperpod-directory.conf").exists()
     assert "systemctl reload ssh" in again.commands
+
+
+def test_without_directory_keys_ec2_instance_connect_stays(ran) -> None:
+    made, first, _ = ran("login")
+    assert (made.root / EIC_DROP_IN).exists()
+    assert not any("ec2-instance-connect" in c for c in first.commands)
+
+
+@pytest.mark.real_tools
+def test_systemd_reads_ssh_service_without_the_override(directory_node) -> None:
+    """The same, as systemd itself reads the unit: ``systemd-analyze --root=<node>
+    cat-config systemd/system/ssh.service`` (what ``systemctl cat`` prints; systemctl takes no
+    --root for cat)."""
+    analyze = real_tools.tool("systemd-analyze")
+    made = directory_node(
+        "login", {"directory": {**DIRECTORY, "ssh_public_key_attribute": "sshPublicKey"}}
+    )
+
+    def cat() -> str:
+        done = subprocess.run(
+            [analyze, f"--root={made.root}", "cat-config", "systemd/system/ssh.service"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    assert "AuthorizedKeysCommand" in " ".join(exec_start(cat()))
+    assert made.run().returncode == 0
+    assert exec_start(cat()) == ["/usr/sbin/sshd -D $SSHD_OPTS"]
+
+
+def sshd_effective(root: Path, tmp_path: Path) -> dict[str, str]:
+    """``sshd -T`` (openssh-server) as the node's ssh.service starts it: a main config with a
+    host key that includes the node's rendered sshd_config.d, and the ``-o`` options of the
+    unit's ExecStart (systemd's ``%%`` read as ``%``). sshd -T needs /run/sshd: it runs in a
+    private mount namespace with its own /run, the host's is never touched."""
+    sshd, unshare = real_tools.tool("sshd"), real_tools.tool("unshare")
+    if os.geteuid() != 0:
+        pytest.skip("sshd -T in a private mount namespace needs root")
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    key = tmp_path / "host_ed25519"
+    subprocess.run(
+        [real_tools.tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
+    )
+    main = tmp_path / "sshd_config"
+    main.write_text(f"HostKey {key}\nInclude {root}/etc/ssh/sshd_config.d/*.conf\n")
+    [command] = exec_start(ssh_unit_text(root))
+    words = shlex.split(command.replace("%%", "%"))
+    options = [w for i, w in enumerate(words) if i and words[i - 1] == "-o" or w == "-o"]
+    done = subprocess.run(
+        [unshare, "--mount", "--propagation", "private", "sh", "-c",
+         'mount -t tmpfs tmpfs /run && mkdir -m 0755 /run/sshd && exec "$@"', "sh",
+         sshd, "-T", "-f", str(main), *options],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+
+
+@pytest.mark.real_tools
+def test_the_real_sshd_asks_sssd_for_keys_once_the_override_is_gone(
+    directory_node, tmp_path: Path
+) -> None:
+    """Slurm review row 7.3 with the real sshd: before the step, the command line of
+    ec2-instance-connect's drop-in wins over the rendered sshd_config.d file; after it, sshd
+    asks SSSD (sss_ssh_authorizedkeys) for a directory user's key."""
+    made = directory_node(
+        "login", {"directory": {**DIRECTORY, "ssh_public_key_attribute": "sshPublicKey"}}
+    )
+    drop_in = made.root / "etc/ssh/sshd_config.d"
+    drop_in.mkdir(parents=True, exist_ok=True)
+    (drop_in / "hyperpod-directory.conf").write_text(
+        "AuthorizedKeysCommand /usr/bin/sss_ssh_authorizedkeys %u\nAuthorizedKeysCommandUser nobody\n"
+    )
+    before = sshd_effective(made.root, tmp_path / "before")
+    assert before["authorizedkeyscommand"].startswith("/usr/share/ec2-instance-connect/")
+    assert made.run().returncode == 0
+    after = sshd_effective(made.root, tmp_path / "after")
+    assert after["authorizedkeyscommand"] == "/usr/bin/sss_ssh_authorizedkeys %u"
+    assert after["authorizedkeyscommanduser"] == "nobody"
 
 
 def test_a_changed_directory_restarts_sssd_with_the_checked_file(directory_node) -> None:
@@ -431,16 +605,55 @@ def adopt_lines(node: Node) -> list[str]:
     return [line for line in node.read("/etc/pam.d/sshd").splitlines() if "pam_slurm_adopt" in line]
 
 
-def test_pam_slurm_adopt_is_the_last_account_rule_of_compute_sshd_once(ran) -> None:
+def test_pam_slurm_adopt_comes_before_common_account_once(ran) -> None:
+    """Before ``@include common-account``, not after: libpam-sss's profile puts ``account
+    sufficient pam_localuser.so`` there (the fake node's common-account has it, as Debian's
+    pam-auth-update writes it), which ends the stack for local users before a later rule
+    (real_tools.md finding 2; tests/real/test_real_pam.py shows it with the real module)."""
     made, first, second = ran("compute")
     assert "pam_slurm_adopt" in first.steps and "pam_slurm_adopt" in second.steps
     assert adopt_lines(made) == [PAM_LINE]  # once, after two runs
-    rules = [
-        line for line in made.read("/etc/pam.d/sshd").splitlines() if line.startswith("account")
-    ]
-    assert rules[-1] == PAM_LINE
     lines = made.read("/etc/pam.d/sshd").splitlines()
-    assert lines.index(PAM_LINE) > lines.index("@include common-account")
+    assert lines.index("account    required     pam_nologin.so") < lines.index(PAM_LINE)
+    assert lines.index(PAM_LINE) + 1 == lines.index("@include common-account")
+    assert "account\tsufficient\t\t\tpam_localuser.so " in made.read("/etc/pam.d/common-account")
+
+
+def test_an_adopt_rule_after_common_account_is_moved_before_it(directory_node) -> None:
+    """A node set up by the earlier scripts (the rule appended last) is put right."""
+    made = directory_node("compute", {"pam_slurm_adopt": True})
+    sshd = made.root / "etc/pam.d/sshd"
+    sshd.write_text(sshd.read_text() + PAM_LINE + "\n")
+    assert made.run().returncode == 0
+    lines = sshd.read_text().splitlines()
+    assert adopt_lines(made) == [PAM_LINE]
+    assert lines.index(PAM_LINE) + 1 == lines.index("@include common-account")
+
+
+def test_pam_systemd_is_off_and_logind_masked_where_sessions_are_adopted(ran) -> None:
+    """Slurm review row 7.5, https://slurm.schedmd.com/pam_slurm_adopt.html: "The pam_systemd
+    module will conflict with pam_slurm_adopt, so you need to disable it in all files that are
+    included in sshd [...]. You should also stop and mask systemd-logind." """
+    made, first, second = ran("compute")
+    assert "pam-auth-update --disable systemd" in first.commands
+    for name in ["sshd", "common-session", "common-account", "common-auth"]:
+        path = made.root / "etc/pam.d" / name
+        text = path.read_text() if path.exists() else ""
+        assert not [
+            line for line in text.splitlines() if "pam_systemd" in line and not line.startswith("#")
+        ], name
+    assert first.commands.index("systemctl stop systemd-logind") < first.commands.index(
+        "systemctl mask systemd-logind"
+    )
+    assert (made.root / "run/fake-systemd/masked/systemd-logind").exists()
+    assert not any("logind" in c or "pam-auth-update" in c for c in second.commands)
+
+
+@pytest.mark.parametrize("node", ["controller", "login"])
+def test_pam_systemd_stays_where_nothing_is_adopted(ran, node: str) -> None:
+    made, first, _ = ran(node)
+    assert "session\toptional\tpam_systemd.so" in made.read("/etc/pam.d/common-session")
+    assert not any("logind" in c for c in first.commands)
 
 
 @pytest.mark.parametrize("node", ["controller", "login"])
@@ -492,9 +705,21 @@ def test_an_existing_adopt_rule_is_kept(directory_node) -> None:
     sshd.write_text(sshd.read_text() + "-account    required      pam_slurm_adopt.so\n")
     assert made.run().returncode == 0
     assert adopt_lines(made) == ["-account    required      pam_slurm_adopt.so"]
+    lines = sshd.read_text().splitlines()
+    assert lines.index(adopt_lines(made)[0]) + 1 == lines.index("@include common-account")
 
 
-@pytest.mark.parametrize(("flags", "warned"), [("PrologFlags=Contain,X11", False), ("", True)])
+@pytest.mark.parametrize(
+    ("flags", "warned"),
+    [
+        ("PrologFlags=Contain,X11", False),
+        # slurm.conf takes spaces around '=' (real slurmctld: `PrologFlags = Alloc,Contain`)
+        ("PrologFlags = Alloc,Contain", False),
+        ("  prologflags =contain", False),
+        ("PrologFlags=Alloc", True),
+        ("", True),
+    ],
+)
 def test_a_slurm_without_the_extern_step_is_warned_about(
     directory_node, flags: str, warned: bool
 ) -> None:

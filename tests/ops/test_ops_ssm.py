@@ -160,3 +160,19 @@ def test_parse_output_drops_banners_and_carriage_returns() -> None:
     result = parse_output(TARGET, stdout, "n0nce")
     assert (result.exit_code, result.output) == (0, "line one\nline two")
     assert parse_output(TARGET, stdout, "other").exit_code is None
+
+
+# -- the local transport (this machine as the node: the real-tools tier) ----------------------
+
+
+def test_the_local_transport_runs_the_ssm_wrapper_under_a_terminal() -> None:
+    """Same command line as the SSM agent gets, run under a pseudo-terminal as
+    AWS-StartNonInteractiveCommand runs it (CRLF, stdout and stderr mixed), read back with
+    parse_output: the exit status and the output arrive as from a session."""
+    from hyperpod_cdk.ops.ssm import LocalTransport
+
+    transport = LocalTransport()
+    result = transport.run("controller", "echo out; echo err >&2; [ -t 1 ] && echo tty; exit 3", 30)
+    assert (result.exit_code, result.output) == (3, "out\nerr\ntty")
+    slow = transport.run("controller", "sleep 30", 1)
+    assert slow.exit_code is None and slow.problem == "no result within 1 s (the session was ended)"

@@ -21,8 +21,9 @@ The SSM agent runs a non-interactive command without a shell: it splits the comm
 The command is therefore ``bash -c '<wrapper>'``, the wrapper holding the script base64-encoded,
 so that no quoting of the script reaches the agent.
 
-Used by ``make sync-users`` (and meant for ``make verify``). boto3 is not imported here: the
-caller passes an SSM client.
+Used by ``make sync-users`` and ``make verify``. boto3 is not imported here: the caller passes
+an SSM client. :class:`LocalTransport` runs the same wrapper on this machine (the tests against
+real Slurm use it in place of a session).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ import signal
 import subprocess
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from hyperpod_cdk.ops.aws import describe_error, is_client_error, one_line, unavailable_reason
 
@@ -162,6 +163,19 @@ def parse_output(target: str, stdout: str, nonce: str) -> RemoteResult:
             return RemoteResult(target, int(match.group(1)), output)
     output = "\n".join(lines).strip("\n")
     return RemoteResult(target, None, output, "the session ended without a result")
+
+
+class Transport(Protocol):
+    """What runs a script on a node: :class:`SsmTransport`, or :class:`LocalTransport` (this
+    machine as the node, for the tests against real programs)."""
+
+    def run(
+        self, target: str, script: str, timeout: float, reason: str | None = None
+    ) -> RemoteResult:
+        """Run ``script`` (bash) on ``target``; at most ``timeout`` seconds."""
+
+    def abort(self) -> None:
+        """End every call still running."""
 
 
 class SsmTransport:
@@ -328,3 +342,87 @@ def describe_problem(result: RemoteResult) -> str:
         what = result.problem or "no result"
     tail = result.tail()
     return one_line(f"{what}: {tail}" if tail else what)
+
+
+class LocalTransport:
+    """Runs scripts on this machine exactly as :class:`SsmTransport` has a node run them: the
+    command line of :func:`remote_command` split as the SSM agent splits it (shell-like) and
+    executed under a pseudo-terminal, as AWS-StartNonInteractiveCommand runs it (stdout and
+    stderr mixed, CRLF line ends), and its output read with :func:`parse_output`. The target is
+    only a label. Used by the tests that drive the node scripts against real programs.
+
+    :param env: the environment of the command (default: this process's).
+    """
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = env
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen[bytes]] = set()
+
+    def run(
+        self, target: str, script: str, timeout: float, reason: str | None = None
+    ) -> RemoteResult:
+        """Run ``script`` (bash) here; at most ``timeout`` seconds (then its process group is
+        killed and the result has no exit status)."""
+        import pty  # POSIX only, as the nodes are
+
+        nonce = secrets.token_hex(12)
+        argv = shlex.split(remote_command(script, nonce))
+        leader, follower = pty.openpty()
+        try:
+            process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=follower,
+                stderr=follower,
+                env=self.env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            os.close(leader)
+            os.close(follower)
+            return RemoteResult(target, None, "", one_line(f"cannot run bash: {exc}"), False)
+        os.close(follower)
+        with self._lock:
+            self._running.add(process)
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=_read_all, args=(leader, chunks), daemon=True)
+        reader.start()
+        problem = None
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            problem = f"no result within {timeout:g} s (the session was ended)"
+        finally:
+            with self._lock:
+                self._running.discard(process)
+        reader.join(timeout=5)
+        with contextlib.suppress(OSError):
+            os.close(leader)
+        result = parse_output(target, b"".join(chunks).decode("utf-8", "replace"), nonce)
+        if problem is not None:
+            return RemoteResult(target, None, result.output, problem)
+        return result
+
+    def abort(self) -> None:
+        """Kill every command still running."""
+        with self._lock:
+            running = list(self._running)
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+
+def _read_all(fd: int, chunks: list[bytes]) -> None:
+    """Read a pseudo-terminal until its other side is closed (EIO on Linux)."""
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            return
+        if not data:
+            return
+        chunks.append(data)

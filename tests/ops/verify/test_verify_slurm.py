@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from ec2_answers import G6E_48XLARGE, described, unknown
 from ops_testkit import StubbedAws, environment
+from support import real_tools
 
 from hyperpod_cdk.ops.ssm import RemoteResult
 from hyperpod_cdk.ops.verify import aws_checks, slurm
@@ -110,12 +111,15 @@ class FakeSlurm:
         return path.read_text() if path.exists() else ""
 
     def env(self) -> dict[str, str]:
+        """The fake tools, then links to the host's plain programs only (bash, coreutils,
+        awk...): the host's own fio, srun or sinfo can never stand in for a fake."""
         path = [str(FAKE / "bin")]
         if self.fio:
             path.append(str(FAKE / "fio"))
+        host = real_tools.only_tools(self.state.parent / "host-tools")
         return {
             **os.environ,
-            "PATH": ":".join([*path, os.environ.get("PATH", "/usr/bin:/bin")]),
+            "PATH": ":".join([*path, str(host)]),
             "FAKE_SLURM": str(self.state),
             "HPV_PROC_MOUNTS": str(self.state / "node" / "controller" / "mounts"),
         }
@@ -262,9 +266,44 @@ def test_nodes_unusable_states(state: str) -> None:
     assert not slurm.SlurmNode("n", "p", state, "", "").usable
 
 
-@pytest.mark.parametrize("state", ["idle", "mixed", "allocated", "completing", "mixed-"])
+@pytest.mark.parametrize(
+    "state",
+    # planned: an idle node backfill keeps for a pending job; reserved: in an active reservation
+    # (both Slurm 22.05 measured, 24.11 node_state_string); blocked: 24.11 only
+    ["idle", "mixed", "allocated", "completing", "mixed-", "planned", "reserved", "blocked"],
+)
 def test_nodes_usable_states(state: str) -> None:
     assert slurm.SlurmNode("n", "p", state, "", "").usable
+
+
+@pytest.mark.parametrize("state", ["planned", "reserved"])
+def test_nodes_planned_and_reserved_nodes_pass_but_are_not_idle(
+    fake: FakeSlurm, state: str
+) -> None:
+    fake.write("nodes", f"{NODES[0]}|gpu*|idle|gpu:8|none\n{NODES[1]}|gpu*|{state}|gpu:8|none\n")
+    run, _ = make_run(fake)
+    result = by_subject(slurm.CHECKS["nodes"](run))["gpu"]
+    assert result.outcome == "pass", result
+    assert result.figures == {"nodes": 2, "idle": 1}
+
+
+def test_a_node_completing_its_last_job_is_waited_for(fake: FakeSlurm) -> None:
+    """Right after a check's job the node is `completing` (its Epilog): the next check reads
+    sinfo again until it is idle, not skip as "no idle node"."""
+    fake.write("completing", "2")
+    run, clock = make_run(fake)
+    [result] = slurm.CHECKS["efa"](run)
+    assert result.outcome == "pass", result
+    assert clock.slept == [slurm.COMPLETING_POLL_SECONDS] * 2
+
+
+def test_a_node_completing_for_too_long_is_waited_for_a_bounded_time(fake: FakeSlurm) -> None:
+    fake.write("completing", "1000")
+    run, clock = make_run(fake)
+    [result] = slurm.CHECKS["efa"](run)
+    assert result.outcome == "skip" and "no idle node in partition gpu" in result.detail
+    assert sum(clock.slept) <= slurm.COMPLETING_WAIT_SECONDS
+    assert "srun" not in fake.log()
 
 
 def test_nodes_a_node_missing_from_slurm_fails_on_the_count(fake: FakeSlurm) -> None:
@@ -304,12 +343,13 @@ def test_efa_healthy_passes_and_runs_a_polite_job(fake: FakeSlurm) -> None:
     for option in (
         "--exclusive",
         "--nice=10000",
-        "--no-requeue",
         "--job-name=hpv-0123456789ab-efa",
         f"--nodelist={NODES[0]},{NODES[1]}",
         "--time=5",
     ):
         assert option in srun
+    # an sbatch-only option: real srun exits 255 on it (22.05 measured, 24.11 slurm_opt.c)
+    assert "--no-requeue" not in srun
     assert [c.by_hand for c in run.made] == ["scancel --name hpv-0123456789ab-efa"]
 
 
@@ -385,6 +425,36 @@ def test_nccl_two_idle_nodes_pass_and_the_job_is_as_asked(fake: FakeSlurm) -> No
     output = fake.state.parent / "hpv-0123456789ab-nccl-gpu-2.out"
     assert f"--output={output}" in sbatch
     assert not output.exists()  # read back and removed
+
+
+def test_nccl_output_file_that_cannot_be_removed_is_not_reported_removed(
+    fake: FakeSlurm,
+) -> None:
+    """The clean-up raises (so the runner prints the command to remove it by hand) when the job
+    that reads and removes the output file does not run."""
+    run, _ = make_run(fake)
+    [result] = slurm.CHECKS["nccl"](run)
+    assert result.outcome == "pass", result
+    [output] = [c for c in run.made if c.what.startswith("the NCCL job's output file")]
+    fake.touch(f"node/{NODES[0]}/down")
+    with pytest.raises(RuntimeError, match=f"cannot remove .*nccl-gpu-2.out on {NODES[0]}"):
+        output.remove()
+    assert output.by_hand.startswith(f"srun -w {NODES[0]} rm -f ")
+
+
+def test_a_pending_job_has_no_batch_host_yet(fake: FakeSlurm) -> None:
+    """squeue prints ``n/a`` as a pending job's batch host (22.05 measured, 24.11
+    src/squeue/print.c); it is no host to run srun --nodelist on."""
+    fake.touch("pending")
+    run, _ = make_run(fake)
+    job = subprocess.run(
+        ["sbatch", "--parsable", "--job-name=x", f"--nodelist={NODES[0]}", "/dev/null"],
+        env=fake.env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert slurm.job_state(run, job, 1e9) == ("PENDING", None)
 
 
 def test_nccl_all_nodes_is_reported_not_gated(fake: FakeSlurm) -> None:
@@ -578,6 +648,26 @@ def test_accounting_job_not_completed_fails(fake: FakeSlurm) -> None:
     assert "hpv-0123456789ab-accounting" in fake.log()  # its own small job
 
 
+def test_accounting_a_test_job_that_cannot_run_fails(fake: FakeSlurm) -> None:
+    """No other check ran a job and the accounting job does not run: a failure with srun's
+    words, not a skip (a skip would let verify pass on a cluster where no job runs)."""
+    fake.touch(f"node/{NODES[0]}/down")
+    fake.touch(f"node/{NODES[1]}/down")
+    run, _ = make_run(fake)
+    results = by_subject(slurm.CHECKS["accounting"](run))
+    assert results["job"].outcome == "fail", results["job"]
+    assert "the test job gave nothing from" in results["job"].detail
+    assert "Exited with exit code 1" in results["job"].detail
+
+
+def test_accounting_skips_the_job_only_when_no_node_is_idle(fake: FakeSlurm) -> None:
+    fake.write("nodes", "".join(f"{n}|gpu*|allocated|gpu:8|none\n" for n in NODES))
+    run, _ = make_run(fake)
+    results = by_subject(slurm.CHECKS["accounting"](run))
+    assert results["job"].outcome == "skip"
+    assert results["job"].detail == "no idle compute node for a test job"
+
+
 def test_accounting_slurmdbd_down_fails(fake: FakeSlurm) -> None:
     fake.touch("slurmdbd_down")
     run, _ = make_run(fake)
@@ -646,6 +736,24 @@ def test_controller_fsx_writes_reads_and_removes_under_the_mount(
     assert fsx.read("/datasets/hpv/a b.bin", 30) is None
     with pytest.raises(ValueError):
         fsx.read("/../etc/passwd", 30)
+
+
+def test_the_fake_srun_refuses_what_real_srun_refuses(fake: FakeSlurm) -> None:
+    done = subprocess.run(
+        ["srun", "--no-requeue", "true"], env=fake.env(), capture_output=True, text=True
+    )
+    assert done.returncode == 255
+    assert "srun: unrecognized option '--no-requeue'" in done.stderr
+
+
+def test_the_fake_node_offers_no_program_of_the_host_beyond_the_plain_ones(fake: FakeSlurm) -> None:
+    """A fake is not bypassed: with fio off the fake node, no fio is found (whatever the host
+    has installed), and no Slurm program but the fakes."""
+    fake.fio = False
+    path = fake.env()["PATH"]
+    assert shutil.which("fio", path=path) is None
+    assert shutil.which("srun", path=path) == str(FAKE / "bin" / "srun")
+    assert shutil.which("sssctl", path=path) is None
 
 
 def test_the_fake_node_has_every_tool_the_scripts_call() -> None:

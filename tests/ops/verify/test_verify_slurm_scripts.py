@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import real_tools
 
 from hyperpod_cdk.ops.verify import slurm
 
@@ -25,6 +26,11 @@ def fake_tools() -> list[Path]:
     return sorted(p for p in (FAKE / "bin").iterdir() if p.is_file()) + [FAKE / "fio" / "fio"]
 
 
+def fake_path(state: Path) -> str:
+    """The fake tools, then the host's plain programs only (never its own Slurm, fio, ...)."""
+    return f"{FAKE / 'bin'}:{real_tools.only_tools(state / '.host-tools')}"
+
+
 def run_bash(script: str, state: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "-c", script],
@@ -32,7 +38,7 @@ def run_bash(script: str, state: Path, **env: str) -> subprocess.CompletedProces
         text=True,
         env={
             **os.environ,
-            "PATH": f"{FAKE / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "PATH": fake_path(state),
             "FAKE_SLURM": str(state),
             **env,
         },
@@ -144,7 +150,7 @@ def test_the_efa_task_counts_distinct_domains(tmp_path: Path) -> None:
         text=True,
         env={
             **os.environ,
-            "PATH": f"{FAKE / 'bin'}:{os.environ.get('PATH', '')}",
+            "PATH": fake_path(tmp_path),
             "FAKE_SLURM": str(tmp_path),
             "SLURMD_NODENAME": "n1",
             "SLURM_JOB_ID": "42",
@@ -164,7 +170,7 @@ def test_the_efa_task_without_efa_says_none(tmp_path: Path) -> None:
         text=True,
         env={
             **os.environ,
-            "PATH": f"{FAKE / 'bin'}:{os.environ.get('PATH', '')}",
+            "PATH": fake_path(tmp_path),
             "FAKE_SLURM": str(tmp_path),
             "SLURMD_NODENAME": "n1",
         },

@@ -10,7 +10,8 @@ a command's output, one ``HPV-NODE`` line per node a job ran on, ``HPV-DONE`` la
 module reads it; an output without ``HPV-DONE`` is a failed result with its last lines.
 
 It never disturbs work: jobs run on idle nodes only (sinfo state ``idle``), exclusive, low
-priority (``--nice=10000``), short (``--time``), not requeued, named ``<run id>-<check>`` and
+priority (``--nice=10000``), short (``--time``), batch jobs not requeued (``sbatch
+--no-requeue``; srun has no such option, in 22.05 and 24.11 alike), named ``<run id>-<check>`` and
 registered with :meth:`VerifyRun.created` so the runner cancels them; it never drains, resumes
 or reboots a node.
 
@@ -49,8 +50,18 @@ from hyperpod_cdk.ops.verify.model import (
 
 # Slurm node states (sinfo %T, lower case) in which a node takes or runs jobs; any other state
 # or flag (drain, down, fail, not responding '*', powered down '~', maintenance '$', ...) makes
-# it unusable. Slurm sinfo(1) "NODE STATE CODES".
-USABLE_STATES = frozenset({"idle", "mixed", "allocated", "completing"})
+# it unusable. Slurm sinfo(1) "NODE STATE CODES". `planned` is an idle node the backfill
+# scheduler keeps for a pending job (routine on a busy cluster), `reserved` a node in an active
+# reservation (Slurm 22.05 measured, 24.11 src/common/slurm_protocol_defs.c node_state_string),
+# `blocked` a node kept free for a job of another partition (24.11 only): healthy, not idle.
+USABLE_STATES = frozenset(
+    {"idle", "mixed", "allocated", "completing", "planned", "reserved", "blocked"}
+)
+# A node still running its last job's Epilog: sinfo says `completing` for a moment after every
+# job (also after a check's own). The next check waits up to this long for it before it reads
+# the idle nodes, so that it is not skipped as "no idle node".
+COMPLETING_WAIT_SECONDS = 60.0
+COMPLETING_POLL_SECONDS = 3.0
 # State suffixes sinfo prints that do not keep a node from running jobs ('-': planned by the
 # backfill scheduler).
 HARMLESS_SUFFIXES = "-"
@@ -248,6 +259,11 @@ class SlurmNode:
         return self.state.lower() == "idle"
 
     @property
+    def completing(self) -> bool:
+        """Still ending a job (its Epilog runs): idle again in a moment."""
+        return "completing" in self.state.lower().rstrip(HARMLESS_SUFFIXES).split("+")
+
+    @property
     def gres_gpus(self) -> bool:
         """Slurm schedules its GPUs as GRES (jobs must ask for them)."""
         return "gpu" in self.gres.lower()
@@ -292,17 +308,26 @@ def group_type(run: VerifyRun, group: InstanceGroup) -> str | None:
 
 
 def _read_sinfo(run: VerifyRun, check: str, deadline: float) -> list[SlurmNode] | Result:
-    """The nodes as Slurm sees them now, or a failed result (no answer, sinfo failed)."""
-    envelope, result = _on_controller(run, "nodes", _session_timeout(run, deadline))
-    if envelope is None:
-        return _no_answer(check, "sinfo on the controller", result)
-    if not envelope.ok("sinfo"):
-        return failed(
-            check,
-            f"sinfo failed on the controller: {envelope.text('sinfo').strip()[-200:]}",
-            CONTROLLER_FIX,
-        )
-    return parse_sinfo(envelope.text("sinfo"))
+    """The nodes as Slurm sees them, or a failed result (no answer, sinfo failed). While a node
+    of a Compute partition is still ``completing`` (the previous check's job in its Epilog), it
+    reads again, for up to :data:`COMPLETING_WAIT_SECONDS`."""
+    wait_until = min(deadline, run.clock() + COMPLETING_WAIT_SECONDS)
+    partitions = set(_partitions(run))
+    while True:
+        envelope, result = _on_controller(run, "nodes", _session_timeout(run, deadline))
+        if envelope is None:
+            return _no_answer(check, "sinfo on the controller", result)
+        if not envelope.ok("sinfo"):
+            return failed(
+                check,
+                f"sinfo failed on the controller: {envelope.text('sinfo').strip()[-200:]}",
+                CONTROLLER_FIX,
+            )
+        nodes = parse_sinfo(envelope.text("sinfo"))
+        completing = [n for n in nodes if n.partition in partitions and n.completing]
+        if not completing or run.clock() + COMPLETING_POLL_SECONDS > wait_until:
+            return nodes
+        run.sleep(COMPLETING_POLL_SECONDS)
 
 
 def idle_nodes(nodes: Iterable[SlurmNode], partition: str) -> list[SlurmNode]:
@@ -848,7 +873,9 @@ def _register_output(run: VerifyRun, name: str, partition: str, path: str, node:
     """Register the NCCL job's output file on its (likely) batch host, the first node."""
 
     def remove() -> None:
-        _job_output(run, name, partition, node.name, path)
+        ok, text = _read_output(run, name, partition, node.name, path)
+        if not ok:
+            raise RuntimeError(f"cannot remove {path} on {node.name}: {text.strip()[-200:]}")
 
     run.created(
         f"the NCCL job's output file {path} on {node.name}",
@@ -897,7 +924,10 @@ def job_state(run: VerifyRun, job_id: str, deadline: float) -> tuple[str | None,
     queued = envelope.text("squeue").strip().splitlines()
     if envelope.ok("squeue") and queued:
         state, _, host = queued[0].partition("|")
-        return state.strip().upper(), (host.strip() or None)
+        # a pending job's %B is "n/a" (Slurm 22.05 measured; 24.11 src/squeue/print.c
+        # _print_job_batch_host): no host yet
+        host = host.strip()
+        return state.strip().upper(), (host if host and host != "n/a" else None)
     for line in envelope.text("sacct").splitlines():
         parts = line.strip().split("|")
         if len(parts) >= 2 and parts[0] == job_id:
@@ -907,12 +937,20 @@ def job_state(run: VerifyRun, job_id: str, deadline: float) -> tuple[str | None,
 
 def _job_output(run: VerifyRun, name: str, partition: str, host: str, path: str) -> str:
     """The job's output file on its batch host (read and removed by a one-node job)."""
+    return _read_output(run, name, partition, host, path)[1]
+
+
+def _read_output(
+    run: VerifyRun, name: str, partition: str, host: str, path: str
+) -> tuple[bool, str]:
+    """Read and remove the job's output file on ``host``: whether that job ran to its end (exit
+    0: the file is gone), and what it printed (the file, or why it did not run)."""
     settings: dict[str, object] = {"job_name": name, "host": host, "output": path}
     settings["partition"] = partition
     envelope, result = _on_controller(run, "job_output", 180, **settings)
     if envelope is None:
-        return result.output
-    return envelope.text("output")
+        return False, result.output or describe_problem(result)
+    return envelope.ok("output"), envelope.text("output")
 
 
 def _nccl_result(group: InstanceGroup, gate: gates.NcclGate, outcome: JobOutcome) -> Result:
@@ -1254,6 +1292,8 @@ def _job_recorded(run: VerifyRun, deadline: float) -> Result:
     job_id = jobs[0] if jobs else _tiny_job(run, deadline)
     if job_id is None:
         return skipped("accounting", "no idle compute node for a test job", "job")
+    if isinstance(job_id, Result):
+        return job_id
     state = None
     while True:
         envelope, _ = _on_controller(
@@ -1282,18 +1322,31 @@ def _sacct_state(envelope: Envelope, job_id: str) -> str | None:
     return None
 
 
-def _tiny_job(run: VerifyRun, deadline: float) -> str | None:
-    """Submit a one-node ``hostname``-like job on an idle node; its id (None: none ran)."""
+def _tiny_job(run: VerifyRun, deadline: float) -> str | Result | None:
+    """Run a one-node ``hostname``-like job on an idle node: its id; None when no compute node
+    is idle (a skip); the failed result when sinfo failed or the job did not run (a job that
+    cannot run is a failure, not a skip: on a cluster where no other check applies it is the
+    only proof that jobs run)."""
     slurm_nodes = _read_sinfo(run, "accounting", deadline)
     if isinstance(slurm_nodes, Result):
-        return None
+        return slurm_nodes
     partition, idle = _most_idle(run, slurm_nodes)
     if not idle:
         return None
-    envelope, _ = _run_job(run, "accounting", "hello", partition, idle[:1], deadline, 2)
-    fields = envelope.nodes.get(idle[0].name) if envelope else None
-    job = fields.get("job") if fields else None
-    return job if job and job != "none" else None
+    answer = _job_answer(
+        run, "accounting", "hello", "the test job", "job", partition, idle[:1], deadline, 2
+    )
+    if isinstance(answer, Result):
+        return answer
+    job = answer.nodes[idle[0].name].get("job")
+    if not job or job == "none":
+        return failed(
+            "accounting",
+            f"the test job on {idle[0].name} printed no job id",
+            "see the job with sacct -S today --name <run id>-accounting on the controller",
+            "job",
+        )
+    return job
 
 
 def _database_result(run: VerifyRun, envelope: Envelope, storage: str) -> Result:

@@ -7,6 +7,8 @@
 #   config                 what `scontrol show config` prints
 #   nccl_output            what all_reduce_perf prints
 #   ping_down, slurmdbd_down, never_finish, sbatch_fail: make that part fail as Slurm does
+#   pending                a batch job stays PENDING
+#   completing             N: the next N sinfo reads show the idle nodes `completing`
 #   sacct_state            the state sacct reports for every job (a job that did not complete)
 #   fio_mbps, dd_mbps      MB/s each client measures (default 200)
 #   log                    one line per call: the tool and its arguments
