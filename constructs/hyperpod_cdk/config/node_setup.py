@@ -491,6 +491,14 @@ class NodeSetup(StrictModel):
         description="slurm only: directory users through SSSD against LDAP or Active Directory "
         "over TLS (docs/operations.md, Directory users); null: local users only.",
     )
+    restrict_imds: bool = Field(
+        default=True,
+        description="slurm only: the users' UIDs (2000 and up: the users file and directory "
+        "users) cannot reach the instance metadata service (an iptables owner match, as AWS "
+        "ParallelCluster's Imds: Secured), so a user or a job cannot take the node role's "
+        "credentials; root, the Slurm daemons and the system accounts keep it "
+        "(docs/security.md). false: every local user may use the node role.",
+    )
     pam_slurm_adopt: bool = Field(
         default=False,
         description="slurm only, compute nodes: sshd admits a user only to nodes running one of "
@@ -718,6 +726,7 @@ _SLURM_ONLY = (
     "fsx_mount_timeout_seconds",
     "fsx_efa_check",
     "exporters",
+    "restrict_imds",
 )
 # Instance families with NVIDIA GPUs (ml.p*, ml.g*); Trainium/Inferentia have none.
 _GPU_FAMILY_PREFIXES = ("p", "g")
