@@ -336,6 +336,7 @@ def test_objects_carry_the_release_labels(everything) -> None:
 CHART_DIGESTS = {
     "1.0.0": "181eaebed3cea7aaa1ea0316f837906064d02460b19d9861a4d43610125183e4",
     "1.1.0": "d047ce32d73c444431a7b9856e3385ddb2161a605ec02b735f5e90a42bd13648",
+    "1.2.0": "b668b9c57da6a163c8d86dd2d6d2444e8d2d332e474a7c689ca30f5802b54eac",
 }
 
 
