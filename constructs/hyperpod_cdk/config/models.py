@@ -81,6 +81,7 @@ WHOLE_NUMBER = BeforeValidator(_whole_number)
 RESERVED_TAG_PREFIX = "hyperpod-cdk:"
 RESERVED_TAG_KEYS = frozenset({"hyperpod-environment"})
 
+
 class StrictModel(BaseModel):
     """Base of every config model: frozen, and unknown keys are errors."""
 

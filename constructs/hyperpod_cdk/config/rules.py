@@ -75,6 +75,7 @@ class _Collector:
 PUBLIC_ENDPOINT_MAX_V4 = ipaddress.ip_network("10.0.0.0/8")
 PUBLIC_ENDPOINT_MAX_V6 = ipaddress.ip_network("2001:db8::/32")
 
+
 def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) -> list[Issue]:
     """Every cross-key problem of ``cfg``, in the order of the file."""
     out = _Collector()
@@ -686,7 +687,7 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
                 out.error(
                     "eks.public_access_cidrs",
                     f"the IPv{version} blocks together cover {covered:,} addresses "
-                    f"({covered / 2 ** limit.max_prefixlen:.1%} of the address space), more than a "
+                    f"({covered / 2**limit.max_prefixlen:.1%} of the address space), more than a "
                     f"/{limit.prefixlen}; list the networks that need the API endpoint",
                 )
 
