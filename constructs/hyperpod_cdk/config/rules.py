@@ -682,7 +682,7 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
     if not any(block.prefixlen == 0 for block in eks.public_access_cidrs):
         for version, limit in ((4, PUBLIC_ENDPOINT_MAX_V4), (6, PUBLIC_ENDPOINT_MAX_V6)):
             blocks = [b for b in eks.public_access_cidrs if b.version == version]
-            covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(blocks))  # type: ignore[misc]
+            covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(blocks))
             if covered > limit.num_addresses:
                 out.error(
                     "eks.public_access_cidrs",
