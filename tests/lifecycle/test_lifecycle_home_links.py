@@ -164,3 +164,57 @@ def test_a_key_taken_off_the_users_file_leaves_authorized_keys(fake_node: Callab
     text = keys.read_text()
     assert "alice@laptop" not in text
     assert "alice@home" in text and "DryRunFakeKeyalice" in text
+
+
+def _real_user_run_possible() -> str | None:
+    if os.geteuid() != 0:
+        return "running as another UID needs root"
+    if shutil.which("setpriv") is None or not os.access("/usr/bin/python3", os.X_OK):
+        return "setpriv or /usr/bin/python3 is missing"
+    return None
+
+
+@pytest.mark.skipif(bool(_real_user_run_possible()), reason=_real_user_run_possible() or "")
+def test_the_helper_as_a_real_user_through_setpriv(tmp_path_factory) -> None:
+    """What the node runs: setpriv to the user's UID, lib/node.py on stdin (the user need not
+    read the scripts). The user's own home is set up; a link to a root-owned folder is refused
+    and the folder untouched (the kernel would refuse the write anyway)."""
+    import tempfile
+
+    from lifecycle_testkit import LIFECYCLE_ASSETS
+
+    base = Path(tempfile.mkdtemp(prefix="h1-", dir="/tmp"))
+    try:
+        base.chmod(0o755)
+        homes, roots = base / "home", base / "rootssh"
+        homes.mkdir(mode=0o755)
+        roots.mkdir(mode=0o700)
+        (roots / "authorized_keys").write_text(ROOT_KEY)
+        for name, uid in (("alice", 2001), ("bob", 2002)):
+            home = homes / name
+            home.mkdir(mode=0o700)
+            os.chown(home, uid, uid)
+        os.symlink(roots, homes / "alice" / ".ssh")
+        os.lchown(homes / "alice" / ".ssh", 2001, 2001)
+        script = (LIFECYCLE_ASSETS / "lib" / "node.py").read_bytes()
+
+        def authorize(name: str, uid: int) -> subprocess.CompletedProcess[bytes]:
+            return subprocess.run(
+                ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+                 "/usr/bin/python3", "-S", "-", "ssh-authorize", name, str(homes / name),
+                 f"ssh-ed25519 AAAAkey{name} {name}@laptop"],
+                input=script, capture_output=True, timeout=60, check=False,
+            )  # fmt: skip
+
+        refused = authorize("alice", 2001)
+        assert refused.returncode == 1
+        assert refused.stderr.decode().strip() == "[lifecycle] user alice: ~/.ssh is a symbolic link; refused"  # fmt: skip
+        assert (roots / "authorized_keys").read_text() == ROOT_KEY
+        done = authorize("bob", 2002)
+        assert done.returncode == 0, done.stderr
+        keys = homes / "bob" / ".ssh" / "authorized_keys"
+        assert "AAAAkeybob" in keys.read_text()
+        assert keys.stat().st_uid == 2002 and stat.S_IMODE(keys.stat().st_mode) == 0o600
+        assert stat.S_IMODE((homes / "bob" / ".ssh").stat().st_mode) == 0o700
+    finally:
+        shutil.rmtree(base)
