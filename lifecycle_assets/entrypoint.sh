@@ -33,6 +33,8 @@ source "$HERE/steps/slurm.sh"
 source "$HERE/steps/observability.sh"
 # shellcheck source=steps/directory.sh
 source "$HERE/steps/directory.sh"
+# shellcheck source=steps/imds.sh
+source "$HERE/steps/imds.sh"
 
 LIFECYCLE_LOG=/var/log/provision/hyperpod-lifecycle.log
 # where AWS's runbooks and support look on a node (HyperPod's own provisioning log)
@@ -86,7 +88,7 @@ identify_node() {
 
 # The steps of each role, in order (each a step_<name> function of steps/*.sh).
 EKS_STEPS=(fsx eks_efa_lustre eks_containerd log_rotation)
-SLURM_STEPS=(fsx openzfs lustre_hold fsx_efa users directory pam_slurm_adopt ssh_keys ssh_host_policy container_runtime
+SLURM_STEPS=(fsx openzfs lustre_hold fsx_efa users directory imds pam_slurm_adopt ssh_keys ssh_host_policy container_runtime
   nvidia_toolkit enroot_pyxis slurm_accounting slurm_users log_rotation node_exporter dcgm_exporter
   efa_exporter)
 

@@ -20,6 +20,22 @@ if TYPE_CHECKING:
 
 # Files never uploaded nor hashed.
 IGNORED = frozenset({"__pycache__", ".DS_Store"})
+# Nor hidden files and folders (.env, .git, .aws) and key files, at any depth: every node reads
+# the lifecycle bucket (security review L3, issue 34).
+SECRET_SUFFIXES = (".pem", ".key")
+# The same as glob patterns for the asset upload (CDK matches a pattern without '/' against
+# every path's base name, and skips an excluded folder's contents).
+UPLOAD_EXCLUDE = sorted({*IGNORED, ".*", *(f"*{suffix}" for suffix in SECRET_SUFFIXES)})
+
+
+def is_uploaded(relative: Path) -> bool:
+    """A file at ``relative`` (to the scripts directory) is uploaded: no part of its path is
+    ignored or hidden, and it is no key file."""
+    return not any(
+        part in IGNORED or part.startswith(".") for part in relative.parts
+    ) and not relative.name.endswith(SECRET_SUFFIXES)
+
+
 # Every upload goes under this prefix, one content-hashed folder per version of the scripts.
 # Nodes may read all of them: between the nodes stack's update and the cluster's, a node that
 # HyperPod replaces still boots from the previous folder.
@@ -31,9 +47,7 @@ PREFIX_HASH_LENGTH = 20
 def lifecycle_files(directory: Path) -> list[Path]:
     """The files of ``directory`` that are uploaded, sorted."""
     return sorted(
-        p
-        for p in directory.rglob("*")
-        if p.is_file() and not any(part in IGNORED for part in p.parts)
+        p for p in directory.rglob("*") if p.is_file() and is_uploaded(p.relative_to(directory))
     )
 
 

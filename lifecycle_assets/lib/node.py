@@ -21,6 +21,18 @@
     node.py toml-set-top FILE KEY STRING
         set a top-level string key of a TOML file (containerd's config.toml; created with
         ``version = 2`` when missing); prints changed/unchanged
+    node.py ssh-dir NAME HOME
+        ~/.ssh of user NAME (mode 0700), run AS THAT USER (the shell's ``as_user``): refuses a
+        home or ~/.ssh that is a symbolic link or not owned by the running user
+    node.py ssh-authorize NAME HOME [--own-key] KEY...
+        the managed block of ~/.ssh/authorized_keys holds exactly KEY... (and, with --own-key,
+        ~/.ssh/id_ed25519.pub when it exists); keys outside the block are the user's. Run as
+        the user, with the same refusals, and never through a link (O_NOFOLLOW at every step);
+        prints changed/unchanged
+
+The ssh commands are the one place the scripts write into a tree a user controls: the shell
+runs them with the user's UID (setpriv), reading this file from stdin, so even a missed check
+cannot reach a file the user could not write anyway (root's authorized_keys, /fsx/home).
 
 HyperPod writes the cluster's resource config to /opt/ml/config/resource_config.json
 (the path is also in SAGEMAKER_RESOURCE_CONFIG_PATH):
@@ -32,11 +44,13 @@ HyperPod writes the cluster's resource config to /opt/ml/config/resource_config.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
 import shlex
 import socket
+import stat
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,6 +319,112 @@ def ssh_patterns(cidrs: list[str]) -> list[str]:
     return list(dict.fromkeys(patterns))
 
 
+# The managed part of authorized_keys (the users file's keys and the cluster key); what the user
+# adds outside it is left alone. A key taken off the users file leaves the block (issue 34, L11).
+KEYS_BEGIN = "# BEGIN hyperpod-cdk managed keys (make sync-users rewrites this block)"
+KEYS_END = "# END hyperpod-cdk managed keys"
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _owned_dir(name: str, what: str, path: str, dir_fd: int | None = None) -> int:
+    """Open directory ``path`` without following a link; refuse one not owned by this UID."""
+    try:
+        fd = os.open(path, _DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        # (O_DIRECTORY | O_NOFOLLOW on a link fails with ENOTDIR, not ELOOP)
+        with contextlib.suppress(OSError):
+            if stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode):
+                raise NodeError(f"user {name}: {what} is a symbolic link; refused") from exc
+        if exc.errno == errno.ELOOP:
+            raise NodeError(f"user {name}: {what} is a symbolic link; refused") from exc
+        raise NodeError(f"user {name}: cannot open {what} ({exc.strerror}); refused") from exc
+    info = os.fstat(fd)
+    if info.st_uid != os.geteuid():
+        os.close(fd)
+        raise NodeError(
+            f"user {name}: {what} is owned by UID {info.st_uid}, not by the user; refused"
+        )
+    return fd
+
+
+def ssh_dir(name: str, home: str) -> int:
+    """~/.ssh of the user running this (made 0700 when missing): an open directory fd."""
+    home_fd = _owned_dir(name, "the home directory", home)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(".ssh", 0o700, dir_fd=home_fd)
+        fd = _owned_dir(name, "~/.ssh", ".ssh", dir_fd=home_fd)
+    finally:
+        os.close(home_fd)
+    os.fchmod(fd, 0o700)
+    return fd
+
+
+def _read_nofollow(name: str, what: str, file: str, dir_fd: int) -> str | None:
+    """The text of regular file ``file`` in ``dir_fd`` (None when missing); refuses a link, a
+    file of another owner or one with more than one name (a hard link to someone's file)."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NodeError(f"user {name}: {what} is a symbolic link; refused") from exc
+        raise NodeError(f"user {name}: cannot open {what} ({exc.strerror}); refused") from exc
+    with os.fdopen(fd, encoding="utf-8", errors="replace") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NodeError(f"user {name}: {what} is not a regular file; refused")
+        if info.st_uid != os.geteuid() or info.st_nlink != 1:
+            raise NodeError(f"user {name}: {what} is not the user's own file; refused")
+        return handle.read()
+
+
+def managed_keys(text: str, keys: list[str]) -> str:
+    """``text`` (an authorized_keys) with its managed block holding exactly ``keys``; a managed
+    key found outside the block (added there by an older version) moves into it."""
+    lines, inside = [], False
+    for line in text.splitlines():
+        if line == KEYS_BEGIN:
+            inside = True
+        elif line == KEYS_END:
+            inside = False
+        elif not inside and line not in keys:
+            lines.append(line)
+    block = [KEYS_BEGIN, *dict.fromkeys(keys), KEYS_END]
+    return "".join(f"{line}\n" for line in [*lines, *block])
+
+
+def ssh_authorize(name: str, home: str, keys: list[str], own_key: bool) -> bool:
+    """Rewrite the managed block of the user's authorized_keys; True when it changed."""
+    fd = ssh_dir(name, home)
+    try:
+        if own_key:
+            public = _read_nofollow(name, "~/.ssh/id_ed25519.pub", "id_ed25519.pub", fd)
+            if public and public.strip():
+                keys = [*keys, public.strip().splitlines()[0]]
+        for key in keys:
+            if "\n" in key or "\r" in key:
+                raise NodeError(f"user {name}: a key spans lines; refused")
+        current = _read_nofollow(name, "~/.ssh/authorized_keys", "authorized_keys", fd)
+        wanted = managed_keys(current or "", keys)
+        if current == wanted:
+            return False
+        # a new file beside it, renamed over it: rename replaces a name and never follows one
+        temporary = f".authorized_keys.hyperpod-{os.getpid()}"
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary, dir_fd=fd)
+        out = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=fd
+        )
+        with os.fdopen(out, "w", encoding="utf-8") as handle:
+            handle.write(wanted)
+        os.rename(temporary, "authorized_keys", src_dir_fd=fd, dst_dir_fd=fd)
+        return True
+    finally:
+        os.close(fd)
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
@@ -335,6 +455,12 @@ def main(argv: list[str]) -> int:
             print("changed" if toml_set_top(Path(args[0]), args[1], args[2]) else "unchanged")
         elif command == "json-has" and len(args) >= 2:
             return 0 if json_has(Path(args[0]), args[1:]) else 1
+        elif command == "ssh-dir" and len(args) == 2:
+            os.close(ssh_dir(args[0], args[1]))
+        elif command == "ssh-authorize" and len(args) >= 2:
+            own = "--own-key" in args[2:]
+            keys = [key for key in args[2:] if key != "--own-key"]
+            print("changed" if ssh_authorize(args[0], args[1], keys, own) else "unchanged")
         else:
             print(__doc__, file=sys.stderr)
             return 2

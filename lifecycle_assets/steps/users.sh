@@ -97,22 +97,53 @@ ensure_user() {
       cp -r "$R/etc/skel/." "$R$home/"
     fi
     chmod 700 "$R$home"
-    run chown -R "$uid:$uid" "$R$home"
+    # a new home, made by root just now; -h: a link in it (from /etc/skel) is never followed
+    run chown -hR "$uid:$uid" "$R$home"
   fi
 }
 
-# authorize NAME UID KEY: KEY in the user's authorized_keys (once).
-authorize() {
-  local name="$1" uid="$2" key="$3" ssh_dir
-  ssh_dir="$R$(home_of "$name")/.ssh"
-  mkdir -p "$ssh_dir"
-  chmod 700 "$ssh_dir"
-  if append_once "$ssh_dir/authorized_keys" "$key"; then
-    chmod 600 "$ssh_dir/authorized_keys"
-    run chown -R "$uid:$uid" "$ssh_dir"
-    return 0
+# as_user UID CMD ARGS...: CMD with the user's UID and primary GID (the users file gives both
+# the same number) and no other group. Whatever the scripts write into a home directory is
+# written this way: a link a user planted there (~/.ssh -> /root/.ssh, ~/.ssh -> /fsx/home) then
+# reaches only what the user could change anyway. In the dry run the fake node's setpriv acts it
+# out.
+as_user() {
+  local uid="$1"
+  shift
+  if [[ "$DRY_RUN" == 1 ]]; then
+    "$DRY_RUN_SIMULATORS/setpriv" --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+    return
   fi
-  return 1
+  setpriv --reuid="$uid" --regid="$uid" --clear-groups -- "$@"
+}
+
+# user_node_py UID ARGS...: lib/node.py as the user; root opens the file and hands it over on
+# stdin (the script directory need not be readable by the user).
+user_node_py() {
+  local uid="$1"
+  shift
+  as_user "$uid" python3 -S - "$@" <"$LIB_DIR/node.py"
+}
+
+# ssh_keys_here: the ssh_keys step makes and authorizes each user's own key on this node.
+ssh_keys_here() {
+  is_on node_setup.ssh_keys_between_nodes true && shared_homes && [[ "$NODE_ROLE" == "controller" ]]
+}
+
+# authorize NAME UID: the managed block of the user's authorized_keys holds the users file's
+# keys (USER_KEYS) and, where the ssh_keys step runs, the user's cluster key. A home, ~/.ssh or
+# authorized_keys that is a link or not the user's is refused with one line, for this user only:
+# the other users are still set up.
+authorize() {
+  local name="$1" uid="$2" own=() keys=() result
+  ssh_keys_here && own=(--own-key)
+  if [[ -n "${USER_KEYS[$name]:-}" ]]; then
+    mapfile -t keys <<<"${USER_KEYS[$name]}"
+  fi
+  if ! result="$(user_node_py "$uid" ssh-authorize "$name" "$R$(home_of "$name")" "${own[@]}" "${keys[@]}")"; then
+    return 1
+  fi
+  [[ "$result" != changed ]] || log "user $name: authorized_keys updated"
 }
 
 step_users() {
@@ -129,7 +160,7 @@ step_users() {
     probe_shared_homes
   fi
   lines="$(node_py users "$file")" || fail "cannot read the users file $(basename "$file")"
-  declare -gA USER_UIDS=()
+  declare -gA USER_UIDS=() USER_KEYS=() KEYS_REFUSED=()
   USER_NAMES=()
   # (an empty field would let read shift the next one: GROUPS, which may be empty, comes last)
   while IFS=$'\t' read -r kind user uid _account groups; do
@@ -145,17 +176,20 @@ step_users() {
         ;;
       key)
         # a key line: key<TAB>name<TAB>public key (read splits on tabs only: the key is in uid)
-        if makes_homes; then
-          authorize "$user" "${USER_UIDS[$user]}" "$uid" || true
-        fi
+        USER_KEYS[$user]+="$uid"$'\n'
         ;;
     esac
   done <<<"$lines"
+  if makes_homes; then
+    for user in "${USER_NAMES[@]}"; do
+      authorize "$user" "${USER_UIDS[$user]}" || KEYS_REFUSED[$user]=1
+    done
+  fi
   log "users ready: ${USER_NAMES[*]}"
 }
 
 step_ssh_keys() {
-  local name="ssh keys between nodes" user uid key_file generated
+  local name="ssh keys between nodes" user uid key_file
   current_step "$name"
   if [[ -z "$(users_file)" ]]; then
     skip "$name" "no users file (node_setup.users_file)"
@@ -177,19 +211,15 @@ step_ssh_keys() {
   for user in "${USER_NAMES[@]}"; do
     uid="${USER_UIDS[$user]}"
     key_file="$R$(home_of "$user")/.ssh/id_ed25519"
-    mkdir -p "$(dirname "$key_file")"
-    generated=0
-    if [[ ! -f "$key_file" ]]; then
-      run ssh-keygen -q -t ed25519 -N "" -C "$user@$(setting cluster_name)" -f "$key_file"
-      generated=1
+    # refused by the users step (reported there, once)
+    [[ -z "${KEYS_REFUSED[$user]:-}" ]] || continue
+    user_node_py "$uid" ssh-dir "$user" "$R$(home_of "$user")" || continue
+    if [[ ! -e "$key_file" && ! -L "$key_file" ]]; then
+      # as the user: ssh-keygen writes through whatever the user put at that name
+      run setpriv --reuid="$uid" --regid="$uid" --clear-groups -- ssh-keygen -q -t ed25519 -N "" -C "$user@$(setting cluster_name)" -f "$key_file"
     fi
     # the key authorizes logins between the nodes, which all see the same home
-    if [[ -f "$key_file.pub" ]] && authorize "$user" "$uid" "$(cat "$key_file.pub")"; then
-      continue
-    fi
-    if ((generated)); then
-      run chown -R "$uid:$uid" "$(dirname "$key_file")"
-    fi
+    authorize "$user" "$uid" || true
   done
 }
 

@@ -97,6 +97,7 @@ def test_defaults() -> None:
             "dcgm_image": None,
         },
         "directory": None,
+        "restrict_imds": True,
         "pam_slurm_adopt": False,
     }
 
@@ -245,7 +246,7 @@ def test_a_valid_users_file_passes(root: Path) -> None:
     [
         (
             "users:\n  - name: root\n    uid: 2001\n",
-            "users[0].name: 'root' is an account of the AMI",
+            "users[0].name: 'root' is an account or group of the AMI",
         ),
         (
             "users:\n  - name: Alice\n    uid: 2001\n",

@@ -336,7 +336,7 @@ def test_objects_carry_the_release_labels(everything) -> None:
 CHART_DIGESTS = {
     "1.0.0": "181eaebed3cea7aaa1ea0316f837906064d02460b19d9861a4d43610125183e4",
     "1.1.0": "d047ce32d73c444431a7b9856e3385ddb2161a605ec02b735f5e90a42bd13648",
-    "1.2.0": "cd8a09afd9fa2a4f82599a20a39f0dd82ca9ff2c86c446f6c63e1d364aa8d3b6",
+    "1.2.0": "74741dc691c8e86b028cf7fb96ac1d5ee67f56a8f37f3bbdf859a0395b60ba83",
 }
 
 

@@ -109,9 +109,24 @@ def test_rbac_matches_aws_but_for_the_named_differences(objects, role: str) -> N
     assert ours - theirs == set(), "broader than AWS's chart"
 
 
+# role -> (AWS's namespace, ours, why): where this chart puts a role elsewhere than AWS's.
+NAMESPACE_DIFFERENCES = {
+    "hyperpod-scientist-user-namespace-level-role": (
+        "kubeflow",
+        chart.SCIENTIST_NAMESPACE,
+        "kubeflow holds the training operator's ServiceAccount, bound cluster-wide to create "
+        "pods; a pod may run as any ServiceAccount of its namespace, so pod create there is pod "
+        "create everywhere (security review H2, issue 34). The group keeps AWS's name.",
+    ),
+}
+
+
 @pytest.mark.parametrize("role", sorted(aws.SCIENTIST_BINDINGS))
 def test_scientist_roles_are_bound_to_the_groups_aws_names(objects, role: str) -> None:
     kind, name, namespace, group = aws.SCIENTIST_BINDINGS[role]
+    if role in NAMESPACE_DIFFERENCES:
+        theirs, namespace, _why = NAMESPACE_DIFFERENCES[role]
+        assert theirs == aws.SCIENTIST_BINDINGS[role][2]
     binding = objects[(kind, name)]
     assert binding["metadata"].get("namespace") == namespace
     assert _role(objects, role)["metadata"].get("namespace") == namespace
@@ -158,4 +173,5 @@ def test_every_component_of_aws_is_one_of_ours() -> None:
 def test_all_on_values_render_every_release(objects) -> None:
     assert all_on()["efaDevicePlugin"] == {"enabled": True}
     namespaces = {o["metadata"].get("namespace") for o in objects.values()} - {None}
-    assert namespaces == {r.namespace for r in chart.RELEASES}
+    # the scientist Role's own namespace besides the releases' (NAMESPACE_DIFFERENCES)
+    assert namespaces == {r.namespace for r in chart.RELEASES} | {chart.SCIENTIST_NAMESPACE}

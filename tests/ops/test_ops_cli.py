@@ -285,3 +285,28 @@ def test_any_other_setup_error_is_one_line() -> None:
         "pass --profile P, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (`aws configure` "
         "sets up a profile), then retry"
     )
+
+
+@pytest.mark.parametrize("module", ["status", "sync_users", "migrate", "verify.cli"])
+def test_a_caller_of_another_account_stops_every_command_with_exit_2(
+    module: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Security review L5: with the config's account 111122223333 and credentials of
+    999999999999, sync-users planned an SSM session on the other account's controller and
+    exited 0. Every ops command now stops before its first call (preflight reports it as a
+    check of its own)."""
+    import importlib
+
+    from ops_testkit import identity
+
+    command = importlib.import_module(f"hyperpod_cdk.ops.{module}")
+    config = "config/examples/full.yaml" if module != "migrate" else "config/examples/eks-full.yaml"
+    aws = StubbedAws()
+    identity(aws, "999999999999")
+    code = command.main([config, "--project-root", str(PROJECT_ROOT)], aws.make_clients)
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    (line,) = err.splitlines()
+    assert "the credentials are of account 999999999999" in line
+    assert "is account 111122223333: use credentials of 111122223333" in line
+    aws.verify()  # nothing else was called

@@ -129,7 +129,9 @@ def _aws(template: dict[str, Any], *, update: bool) -> StubbedAws:
         aws.stubbers["s3"].activate()
         aws.stub("s3").add_response(
             "put_object", {}, {"Bucket": f"cdk-hnb659fds-assets-{ACCOUNT}-us-west-2", "Key": ANY,
-                               "Body": ANY, "ContentType": "application/json"})  # fmt: skip
+                               "Body": ANY, "ContentType": "application/json",
+                               # security review L6: the bootstrap bucket must be the caller's
+                               "ExpectedBucketOwner": ACCOUNT})  # fmt: skip
         stack = {"StackName": STACK, "StackStatus": "UPDATE_COMPLETE",
                  "CreationTime": "2026-11-01T00:00:00Z",
                  "Parameters": [{"ParameterKey": "BootstrapVersion", "ParameterValue": "x"}]}  # fmt: skip

@@ -72,6 +72,8 @@ class FakeApi:
             return Response(404, {"kind": "Status", "reason": "NotFound"})
         if re.fullmatch(
             r"/apis/rbac\.authorization\.k8s\.io/v1/(namespaces/[^/]+/)?\w+/[^/?]+", path
+        ) or re.fullmatch(
+            r"/api/v1/namespaces/[^/?]+|/apis/admissionregistration\.k8s\.io/v1/\w+/[^/?]+", path
         ):
             if path in self.named:
                 return Response(200, self.named[path])
@@ -198,7 +200,7 @@ SCIENTIST_ROLE = (
     "/apis/rbac.authorization.k8s.io/v1/clusterroles/hyperpod-scientist-user-cluster-role"
 )
 SCIENTIST_NAMESPACED_ROLE = (
-    "/apis/rbac.authorization.k8s.io/v1/namespaces/kubeflow/roles/"
+    "/apis/rbac.authorization.k8s.io/v1/namespaces/hyperpod-scientists/roles/"
     "hyperpod-scientist-user-namespace-level-role"
 )
 
@@ -207,13 +209,13 @@ def test_scientist_roles_applied_by_someone_else_conflict(aws: StubbedAws) -> No
     api = FakeApi()
     api.named[SCIENTIST_ROLE] = {"metadata": {"name": "hyperpod-scientist-user-cluster-role"}}
     api.named[SCIENTIST_NAMESPACED_ROLE] = {"metadata": {
-        "name": "hyperpod-scientist-user-namespace-level-role", "namespace": "kubeflow",
+        "name": "hyperpod-scientist-user-namespace-level-role", "namespace": "hyperpod-scientists",
         "annotations": {"meta.helm.sh/release-name": "team-rbac"}}}  # fmt: skip
     check = run(adopted(), api, aws)["shared cluster objects"]
     assert check.failed
     assert (
         "scientist_rbac: ClusterRole hyperpod-scientist-user-cluster-role, "
-        "Role kubeflow/hyperpod-scientist-user-namespace-level-role (Helm release team-rbac)"
+        "Role hyperpod-scientists/hyperpod-scientist-user-namespace-level-role (Helm release team-rbac)"
         in check.detail
     )
     assert check.fix.startswith("set eks.dependencies.scientist_rbac: false (the owner's")

@@ -15,6 +15,7 @@ from ops_testkit import (
     cluster_present,
     described_cluster,
     environment,
+    identity,
 )
 
 from hyperpod_cdk.ops import status
@@ -168,6 +169,7 @@ def test_an_eks_cluster_shows_the_kubeconfig_command(
         aws, "eks-shared", groups=[flexible], Orchestrator={"Eks": {"ClusterArn": eks_arn}}
     )
     _nodes(aws, "eks-shared", [[_node("gpu", "i-0aaa", "ml.g5.12xlarge"), _node("gpu", "i-0bbb", "ml.g5.12xlarge")]])  # fmt: skip
+    identity(aws)  # the config names its account: the command checks the caller's first
     code, out, _ = _run(aws, PROJECT_ROOT / "config/examples/eks-existing-cluster.yaml", capsys)
     assert code == 0
     assert "ml.g6e.12xlarge|ml.g5.12xlarge" in out

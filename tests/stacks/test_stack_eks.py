@@ -452,6 +452,9 @@ def test_nodes_may_pull_images_and_use_pod_identity_on_their_cluster(
     assert modify["Action"] == "ec2:ModifyNetworkInterfaceAttribute"
     vpc = synth.resolve(modify["Condition"]["ArnEquals"]["ec2:Vpc"])
     assert "vpc/" in str(vpc)
+    # security review L10: attach, assign and unassign in this VPC only too
+    interfaces = statements["CniInterfaces"]
+    assert synth.resolve(interfaces["Condition"]["ArnEquals"]["ec2:Vpc"]) == vpc
 
 
 # -- add-ons after the nodes -----------------------------------------------------------------

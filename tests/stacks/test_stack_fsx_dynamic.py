@@ -27,10 +27,30 @@ def test_the_controller_may_touch_only_file_systems_tagged_for_the_environment(d
     assert create["Condition"] == {
         "StringEquals": {"aws:RequestTag/hyperpod-cdk:environment": name}
     }
-    manage = statements["ManageTaggedFileSystems"]
-    assert set(manage["Action"]) == {"fsx:DeleteFileSystem", "fsx:UpdateFileSystem"}
-    assert manage["Condition"] == {
-        "StringEquals": {"aws:ResourceTag/hyperpod-cdk:environment": name}
+    # security review M1 (issue 34): the role could tag any file system with the environment's
+    # tag and then delete it. Now no statement allows delete or update, and explicit denies keep
+    # tag, untag, update and delete off the storage stack's file system and off every file
+    # system CloudFormation made.
+    allowed = {
+        action
+        for s in policy["PolicyDocument"]["Statement"]
+        if s.get("Effect", "Allow") == "Allow"
+        for action in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert not allowed & {"fsx:DeleteFileSystem", "fsx:UpdateFileSystem", "fsx:UntagResource"}
+    guarded = {
+        "fsx:DeleteFileSystem",
+        "fsx:UpdateFileSystem",
+        "fsx:TagResource",
+        "fsx:UntagResource",
+    }
+    own = statements["DenyTheEnvironmentsFileSystem"]
+    assert own["Effect"] == "Deny" and set(own["Action"]) == guarded
+    assert "file-system/" in json.dumps(own["Resource"]) and "Fn::" in json.dumps(own["Resource"])
+    stacks = statements["DenyCloudFormationFileSystems"]
+    assert stacks["Effect"] == "Deny" and set(stacks["Action"]) == guarded
+    assert stacks["Condition"] == {
+        "Null": {"aws:ResourceTag/aws:cloudformation:stack-name": "false"}
     }
     assert "AmazonFSxFullAccess" not in json.dumps(dynamic.template("eks-addons"))
     associations = {

@@ -174,6 +174,7 @@ DEFAULT_NODE_SETUP = {
         "dcgm_port": 9400,
         "efa_port": 9109,
     },
+    "restrict_imds": True,
     "pam_slurm_adopt": False,
 }
 

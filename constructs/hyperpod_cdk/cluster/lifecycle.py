@@ -15,10 +15,9 @@ from constructs import Construct
 
 from hyperpod_cdk.compliance import acknowledge_controls, acknowledge_framework_function
 from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
-from hyperpod_cdk.lifecycle_prefix import IGNORED as _IGNORED
 from hyperpod_cdk.lifecycle_prefix import LIFECYCLE_ROOT as LIFECYCLE_ROOT
+from hyperpod_cdk.lifecycle_prefix import UPLOAD_EXCLUDE, lifecycle_prefix
 from hyperpod_cdk.lifecycle_prefix import content_hash as content_hash
-from hyperpod_cdk.lifecycle_prefix import lifecycle_prefix
 from hyperpod_cdk.nag import acknowledge, cdk_assets_objects, nag_ref
 from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
 
@@ -172,7 +171,7 @@ class LifecycleScripts(Construct):
             self,
             "Upload",
             sources=[
-                s3deploy.Source.asset(str(directory), exclude=sorted(_IGNORED)),
+                s3deploy.Source.asset(str(directory), exclude=UPLOAD_EXCLUDE),
                 s3deploy.Source.json_data(SETTINGS_FILE, dict(settings)),
                 *(s3deploy.Source.data(name, content) for name, content in sorted(extra.items())),
             ],

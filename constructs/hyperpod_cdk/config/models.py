@@ -76,6 +76,12 @@ def _whole_number(value: Any) -> Any:
 WHOLE_NUMBER = BeforeValidator(_whole_number)
 
 
+# Tag keys hyperpod-cdk sets itself (stacks/base.py, eks/addons.py ENVIRONMENT_TAG): never
+# from the config's tags.
+RESERVED_TAG_PREFIX = "hyperpod-cdk:"
+RESERVED_TAG_KEYS = frozenset({"hyperpod-environment"})
+
+
 class StrictModel(BaseModel):
     """Base of every config model: frozen, and unknown keys are errors."""
 
@@ -136,8 +142,16 @@ def has_relative_parts(path: str) -> bool:
 
 
 def is_system_directory(path: str) -> bool:
-    """True for a directory of the node's own (:data:`facts.RESERVED_MOUNT_PATHS`)."""
-    return (path.rstrip("/") or "/") in facts.RESERVED_MOUNT_PATHS
+    """True for a directory of the node's own (:data:`facts.RESERVED_MOUNT_PATHS`) or one inside
+    it (/etc/ssh, /var/lib, /usr/local, /opt/slurm, /opt/dlami/nvme: a mount there hides sshd's
+    keys, Docker, Slurm or the NVMe; security review L2, issue 34). Only / and /tmp are
+    refused themselves, not what is under them: /home, /fsx and a scratch folder under /tmp
+    hide nothing of the node's."""
+    clean = path.rstrip("/") or "/"
+    return any(
+        clean == reserved or (reserved not in ("/", "/tmp") and clean.startswith(reserved + "/"))
+        for reserved in facts.RESERVED_MOUNT_PATHS
+    )
 
 
 def _clean_path(value: str) -> str:
@@ -1127,6 +1141,20 @@ class EnvironmentConfig(StrictModel):
         reserved = [k for k in value if k.lower().startswith("aws:")]
         if reserved:
             raise ValueError(f"tag key {reserved[0]!r} uses the prefix 'aws:', which AWS reserves")
+        # the product's own tags: policies key on them (the FSx CSI controller may create file
+        # systems tagged hyperpod-cdk:environment), so a config tag must not put them on the
+        # environment's resources (security review M1, issue 34)
+        ours = [
+            k
+            for k in value
+            if k.lower().startswith(RESERVED_TAG_PREFIX) or k.lower() in RESERVED_TAG_KEYS
+        ]
+        if ours:
+            raise ValueError(
+                f"tag key {ours[0]!r} is the product's own (keys starting with "
+                f"{RESERVED_TAG_PREFIX!r} and {', '.join(sorted(RESERVED_TAG_KEYS))} are set by "
+                "hyperpod-cdk and IAM policies rely on them); choose another key"
+            )
         return value
 
     @property

@@ -52,10 +52,30 @@ MAX_UID = 59999
 # Groups the HyperPod AMIs have from their distribution packages, with system GIDs (docker 999 on
 # the Ubuntu AMIs): a user may join them without declaring them (a declared GID would clash).
 AMI_GROUPS = frozenset({"adm", "docker", "render", "sudo", "systemd-journal", "video"})
-# Names a users file must not take: accounts of the AMI, Slurm and the system.
-RESERVED_USER_NAMES = frozenset(
-    {"root", "ubuntu", "slurm", "munge", "nobody", "daemon", "sys", "sync", "admin", "ssm-user"}
-)
+# Accounts and groups every Debian/Ubuntu system has from base-passwd (passwd.master and
+# group.master of base-passwd 3.6.1 (Debian 12), gnats from 3.5.52 (Ubuntu 22.04)).
+BASE_PASSWD_USERS = frozenset({
+    "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp", "proxy",
+    "www-data", "backup", "list", "irc", "gnats", "_apt", "nobody",
+})  # fmt: skip
+BASE_PASSWD_GROUPS = frozenset({
+    "root", "daemon", "bin", "sys", "adm", "tty", "disk", "lp", "mail", "news", "uucp", "man",
+    "proxy", "kmem", "dialout", "fax", "voice", "cdrom", "floppy", "tape", "sudo", "audio", "dip",
+    "www-data", "backup", "operator", "list", "irc", "src", "gnats", "shadow", "utmp", "video",
+    "sasl", "plugdev", "staff", "games", "users", "nogroup",
+})  # fmt: skip
+# System accounts and groups the packages of the HyperPod Ubuntu AMIs make (systemd, sshd, the
+# SSM and EC2 agents, Slurm, munge, Docker): inferred from the Ubuntu 22.04 packages' maintainer
+# scripts, not from a published list of the AMI (docs/security.md).
+AMI_SYSTEM_NAMES = frozenset({
+    "ubuntu", "slurm", "munge", "admin", "ssm-user", "sshd", "_ssh", "ssh", "messagebus",
+    "syslog", "systemd-network", "systemd-resolve", "systemd-timesync", "systemd-coredump",
+    "systemd-journal", "tss", "uuidd", "tcpdump", "landscape", "pollinate", "fwupd-refresh",
+    "usbmux", "lxd", "dnsmasq", "_chrony", "chrony", "ec2-instance-connect", "_rpc", "statd",
+    "polkitd", "input", "kvm", "render", "sgx", "netdev", "crontab", "docker", "rdma",
+})  # fmt: skip
+# Names a users file must not take for a user (whose own group has its name too) or a group.
+RESERVED_USER_NAMES = BASE_PASSWD_USERS | BASE_PASSWD_GROUPS | AMI_SYSTEM_NAMES
 # useradd's default NAME_REGEX on Debian/Ubuntu (adduser.conf), at most 32 characters.
 USER_NAME_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"
 # An OpenSSH public key line: type, base64 body, optional comment.
@@ -491,6 +511,14 @@ class NodeSetup(StrictModel):
         description="slurm only: directory users through SSSD against LDAP or Active Directory "
         "over TLS (docs/operations.md, Directory users); null: local users only.",
     )
+    restrict_imds: bool = Field(
+        default=True,
+        description="slurm only: the users' UIDs (2000 and up: the users file and directory "
+        "users) cannot reach the instance metadata service (an iptables owner match, as AWS "
+        "ParallelCluster's Imds: Secured), so a user or a job cannot take the node role's "
+        "credentials; root, the Slurm daemons and the system accounts keep it "
+        "(docs/security.md). false: every local user may use the node role.",
+    )
     pam_slurm_adopt: bool = Field(
         default=False,
         description="slurm only, compute nodes: sshd admits a user only to nodes running one of "
@@ -542,6 +570,16 @@ class NodeGroup(StrictModel):
         description=f"GID, {MIN_UID}-{MAX_UID}, not the UID of any user (their own group's GID)."
     )
 
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, value: str) -> str:
+        # the AMI's groups users may join have their own message (UsersFile.problems)
+        if value in RESERVED_USER_NAMES and value not in AMI_GROUPS:
+            raise ValueError(
+                f"{value!r} is a group of the AMI or the system (base-passwd); choose another name"
+            )
+        return value
+
 
 class NodeUser(StrictModel):
     """One user created on every Slurm node (same name and UID everywhere)."""
@@ -571,7 +609,8 @@ class NodeUser(StrictModel):
     def _not_reserved(cls, value: str) -> str:
         if value in RESERVED_USER_NAMES:
             raise ValueError(
-                f"{value!r} is an account of the AMI or the system; choose another name"
+                f"{value!r} is an account or group of the AMI or the system (base-passwd); "
+                "choose another name"
             )
         return value
 
@@ -718,6 +757,7 @@ _SLURM_ONLY = (
     "fsx_mount_timeout_seconds",
     "fsx_efa_check",
     "exporters",
+    "restrict_imds",
 )
 # Instance families with NVIDIA GPUs (ml.p*, ml.g*); Trainium/Inferentia have none.
 _GPU_FAMILY_PREFIXES = ("p", "g")

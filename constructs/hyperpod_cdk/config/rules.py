@@ -9,6 +9,7 @@ time (HYPERPOD_FACTS.md), checked before anything reaches AWS.
 from __future__ import annotations
 
 import ipaddress
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,12 @@ class _Collector:
 
     def warn(self, path: str, message: str) -> None:
         self.issues.append(Issue(path, message, "warning"))
+
+
+# The most of the address space eks.public_access_cidrs may open together: a /8 of IPv4 (16.7
+# million addresses, wider than any one organisation's networks) and a /32 of IPv6.
+PUBLIC_ENDPOINT_MAX_V4 = ipaddress.ip_network("10.0.0.0/8")
+PUBLIC_ENDPOINT_MAX_V6 = ipaddress.ip_network("2001:db8::/32")
 
 
 def check_environment(cfg: EnvironmentConfig, project_root: Path | None = None) -> list[Issue]:
@@ -671,11 +678,35 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
                 f"eks.public_access_cidrs[{i}]",
                 "0.0.0.0/0 opens the API endpoint to the internet; list the networks that need it",
             )
+    # several wide blocks are the internet too (0.0.0.0/1 + 128.0.0.0/1; security review L1):
+    # what the blocks cover together is measured, not each block's prefix
+    if not any(block.prefixlen == 0 for block in eks.public_access_cidrs):
+        for version, limit in ((4, PUBLIC_ENDPOINT_MAX_V4), (6, PUBLIC_ENDPOINT_MAX_V6)):
+            blocks = [b for b in eks.public_access_cidrs if b.version == version]
+            covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(blocks))
+            if covered > limit.num_addresses:
+                out.error(
+                    "eks.public_access_cidrs",
+                    f"the IPv{version} blocks together cover {covered:,} addresses "
+                    f"({covered / 2**limit.max_prefixlen:.1%} of the address space), more than a "
+                    f"/{limit.prefixlen}; list the networks that need the API endpoint",
+                )
 
 
 def _check_lifecycle_dir(cluster: ClusterConfig, project_root: Path, out: _Collector) -> None:
     path = "cluster.lifecycle_scripts"
     directory = (project_root / cluster.lifecycle_scripts).resolve()
+    # every file there is uploaded to a bucket all nodes read: never a folder outside the
+    # project (../outside, /elsewhere; security review L3). The path as written is checked: a
+    # link the project itself holds may point where the project keeps its scripts.
+    written = Path(os.path.normpath(project_root.absolute() / cluster.lifecycle_scripts))
+    if not written.is_relative_to(Path(os.path.normpath(project_root.absolute()))):
+        out.error(
+            path,
+            f"{cluster.lifecycle_scripts!r} is outside the project ({written}); give a folder "
+            f"under {project_root}",
+        )
+        return
     if not directory.is_dir():
         out.error(path, f"{cluster.lifecycle_scripts!r} is not a directory under {project_root}")
         return

@@ -256,6 +256,7 @@ class HyperPodEksAddons(Construct):
                 self._fsx_dynamic(
                     cast(eks_v2.ICluster, cluster),
                     driver,
+                    file_system=file_system,
                     storage_class=dynamic.storage_class,
                     subnet_id=fsx_subnet_id,
                     security_group_ids=list(fsx_security_group_ids),
@@ -526,6 +527,7 @@ class HyperPodEksAddons(Construct):
         cluster: eks_v2.ICluster,
         driver: eks.CfnAddon,
         *,
+        file_system: FileSystemHandle | None,
         storage_class: str,
         subnet_id: str,
         security_group_ids: list[str],
@@ -533,11 +535,38 @@ class HyperPodEksAddons(Construct):
     ) -> None:
         """Dynamic provisioning (aws-fsx-csi-driver, examples/kubernetes/dynamic_provisioning):
         the driver's controller creates a file system per claim with the controller role, which
-        may create, change and delete only file systems tagged for this environment (the
-        StorageClass's extraTags put the tag on at creation)."""
+        may create file systems (tagged for this environment: the StorageClass's extraTags) and
+        nothing else: the StorageClass retains a released volume (reclaimPolicy Retain) and
+        allows no expansion, so the driver never deletes or updates a file system, and the
+        role may not. A tag the role could add to any file system therefore opens nothing
+        (security review M1, issue 34), and an explicit deny keeps tagging, deleting and
+        updating off the environment's own file system and every file system CloudFormation
+        made (they carry aws:cloudformation:stack-name)."""
         stack = cdk.Stack.of(self)
         key, value = tag
         file_systems = stack.format_arn(service="fsx", resource="file-system", resource_name="*")
+        guarded = [
+            "fsx:DeleteFileSystem",
+            "fsx:UpdateFileSystem",
+            "fsx:TagResource",
+            "fsx:UntagResource",
+        ]
+        own: list[iam.PolicyStatement] = []
+        if file_system is not None:
+            own.append(
+                iam.PolicyStatement(
+                    sid="DenyTheEnvironmentsFileSystem",
+                    effect=iam.Effect.DENY,
+                    actions=guarded,
+                    resources=[
+                        stack.format_arn(
+                            service="fsx",
+                            resource="file-system",
+                            resource_name=file_system.file_system_id,
+                        )
+                    ],
+                )
+            )
         role = self._pod_role(
             "FsxCsiControllerRole",
             "FSx CSI driver controller: file systems of this environment only (dynamic provisioning)",
@@ -553,11 +582,15 @@ class HyperPodEksAddons(Construct):
                     resources=[file_systems],
                     conditions={"StringEquals": {f"aws:RequestTag/{key}": value}},
                 ),
+                *own,
+                # CloudFormation tags what it makes: the storage stack's file systems and any
+                # other stack's (a tag-on-create request has no resource tags yet)
                 iam.PolicyStatement(
-                    sid="ManageTaggedFileSystems",
-                    actions=["fsx:DeleteFileSystem", "fsx:UpdateFileSystem"],
+                    sid="DenyCloudFormationFileSystems",
+                    effect=iam.Effect.DENY,
+                    actions=guarded,
                     resources=[file_systems],
-                    conditions={"StringEquals": {f"aws:ResourceTag/{key}": value}},
+                    conditions={"Null": {"aws:ResourceTag/aws:cloudformation:stack-name": "false"}},
                 ),
                 iam.PolicyStatement(
                     sid="Describe",
@@ -594,9 +627,9 @@ class HyperPodEksAddons(Construct):
         acknowledge(
             policy,
             f"AwsSolutions-IAM5[Resource::{_nag_arn(self, 'fsx', 'file-system/*')}]",
-            "The driver creates the file systems, so their ids are unknown in advance; create, "
-            f"update and delete are limited to file systems tagged {key}={value} (aws:RequestTag "
-            "at creation, aws:ResourceTag after).",
+            "The driver creates the file systems, so their ids are unknown in advance; create "
+            f"needs the tag {key}={value} (aws:RequestTag), and the role may not delete or "
+            "update any file system (an explicit deny holds the environment's own).",
         )
         acknowledge(
             policy,

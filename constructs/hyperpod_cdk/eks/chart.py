@@ -34,6 +34,11 @@ CHART_NAME = "hyperpod-cdk-dependencies"
 AWS_RELEASE = "hyperpod-dependencies"
 
 HYPERPOD_NAMESPACE = "aws-hyperpod"
+# Where the namespaced scientist Role lets people create pods: a namespace of its own, never
+# kubeflow, which holds the training operator's cluster-wide ServiceAccount (issue 34, H2).
+SCIENTIST_NAMESPACE = "hyperpod-scientists"
+# The release that carries the scientist RBAC and the workload pod admission policy.
+POLICY_RELEASE = "hyperpod-cdk-scientist-rbac"
 
 # config key (EksDependencies field) -> chart values key, in install order
 COMPONENT_VALUES: Mapping[str, str] = {
@@ -96,8 +101,10 @@ RELEASES: tuple[Release, ...] = (
         ("nvidia_device_plugin", "neuron_device_plugin", "efa_device_plugin"),
         create_namespace=False,
     ),
-    # AWS's namespaced scientist role is in kubeflow, where its PyTorchJobs run
-    Release("hyperpod-cdk-scientist-rbac", "kubeflow", ("scientist_rbac",)),
+    # AWS's chart releases the scientist roles in kubeflow; the release stays there (a new
+    # namespace would be a new release, which Helm refuses over the old one's objects), the
+    # namespaced Role is in SCIENTIST_NAMESPACE, with the workload pod admission policy
+    Release(POLICY_RELEASE, "kubeflow", ("scientist_rbac",)),
 )
 
 
@@ -177,10 +184,22 @@ def mirror_list(region: str, components: Iterable[str] = DEPENDENCY_KEYS) -> lis
     return list(pairs.items())
 
 
-def releases_for(enabled: Iterable[str]) -> list[Release]:
-    """The releases that have at least one of the ``enabled`` components, in install order."""
+def releases_for(enabled: Iterable[str], workload_namespaces: Sequence[str] = ()) -> list[Release]:
+    """The releases that have at least one of the ``enabled`` components, in install order (the
+    policy release also when there are ``workload_namespaces`` to hold)."""
     wanted = _known(enabled)
-    return [r for r in RELEASES if wanted & set(r.components)]
+    return [
+        r
+        for r in RELEASES
+        if wanted & set(r.components) or (r.name == POLICY_RELEASE and workload_namespaces)
+    ]
+
+
+def pod_policy_namespaces(enabled: Iterable[str], workload_namespaces: Sequence[str]) -> list[str]:
+    """The namespaces the workload pod admission policy holds: the scientist namespace (with
+    scientist_rbac) and ``workload_namespaces`` (the teams'), each once."""
+    names = [SCIENTIST_NAMESPACE] if "scientist_rbac" in set(enabled) else []
+    return list(dict.fromkeys([*names, *workload_namespaces]))
 
 
 def release_values(
@@ -192,6 +211,7 @@ def release_values(
     extra_tolerations: Sequence[Mapping[str, Any]] = (),
     extra_instance_types: Mapping[str, Sequence[str]] | None = None,
     image_tags: Mapping[str, str] | None = None,
+    workload_namespaces: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The values the app passes to ``release``: its enabled components on, every other off.
 
@@ -201,11 +221,17 @@ def release_values(
     :param extra_tolerations: added to every pod.
     :param extra_instance_types: ``{nvidiaGpu|neuron|efa: [ml.type, ...]}`` appended to the lists.
     :param image_tags: ``{component key: tag}`` overriding a pinned tag.
+    :param workload_namespaces: namespaces (besides the scientists') where people create
+        workloads: the task governance teams' ``hyperpod-ns-<team>``; the policy release's
+        admission policy holds their pods.
     """
     wanted = _known(enabled)
     values: dict[str, Any] = {"region": region}
     for key, values_key in COMPONENT_VALUES.items():
         values[values_key] = {"enabled": key in wanted and key in release.components}
+    if release.name == POLICY_RELEASE:
+        held = pod_policy_namespaces(wanted, workload_namespaces)
+        values["podPolicy"] = {"enabled": bool(held), "namespaces": list(workload_namespaces)}
     if image_registry:
         values["imageRegistry"] = image_registry
     if extra_tolerations:

@@ -44,6 +44,9 @@ class HyperPodDependencies(Construct):
     :param extra_tolerations: Kubernetes tolerations added to every pod.
     :param extra_instance_types: ``{nvidiaGpu|neuron|efa: [...]}`` appended to the chart's lists.
     :param image_tags: ``{component key: tag}`` instead of the pinned tags.
+    :param workload_namespaces: the task governance teams' namespaces (``hyperpod-ns-<team>``):
+        the workload pod admission policy holds their pods as it holds the scientists'
+        (no privileged pod, host namespace, hostPath or other ServiceAccount; docs/security.md).
     """
 
     def __init__(
@@ -58,10 +61,11 @@ class HyperPodDependencies(Construct):
         extra_tolerations: Sequence[Mapping[str, Any]] = (),
         extra_instance_types: Mapping[str, Sequence[str]] | None = None,
         image_tags: Mapping[str, str] | None = None,
+        workload_namespaces: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         wanted = list(enabled)
-        self.releases: list[Release] = releases_for(wanted)
+        self.releases: list[Release] = releases_for(wanted, workload_namespaces)
         self.charts: dict[str, eks.HelmChart] = {}
         """The Helm releases, by release name."""
         self.chart_asset: s3_assets.Asset | None = None
@@ -77,6 +81,7 @@ class HyperPodDependencies(Construct):
                 extra_tolerations=extra_tolerations,
                 extra_instance_types=extra_instance_types,
                 image_tags=image_tags,
+                workload_namespaces=workload_namespaces,
             )
             spec = ChartRelease(
                 self.chart_asset, release.name, release.namespace, release.create_namespace, values

@@ -432,6 +432,9 @@ class ExecutionRole(Construct):
                     ],
                     resources=["*"],
                 ),
+                # in this VPC only, as the modify below (security review L10: without it a pod
+                # with the node's credentials could attach another VPC's interface to a node or
+                # strip other workloads' addresses)
                 iam.PolicyStatement(
                     sid="CniInterfaces",
                     actions=[
@@ -440,6 +443,13 @@ class ExecutionRole(Construct):
                         "ec2:UnassignPrivateIpAddresses",
                     ],
                     resources=[arn("instance"), arn("network-interface")],
+                    conditions={
+                        "ArnEquals": {
+                            "ec2:Vpc": stack.format_arn(
+                                service="ec2", resource="vpc", resource_name=self._vpc_id
+                            )
+                        }
+                    },
                 ),
                 iam.PolicyStatement(
                     sid="CniTagInterfaces",

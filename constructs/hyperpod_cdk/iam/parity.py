@@ -286,7 +286,7 @@ SLURM_EXECUTION_ROLE = Table(
 
 # -- EKS ---------------------------------------------------------------------------------------
 
-_CNI_IPS = "Instances and network interfaces of this account and region (the VPC CNI)."
+_CNI_IPS = "Instances and network interfaces of this VPC (ec2:Vpc condition; the VPC CNI)."
 _ECR_ANY = (
     "All repositories: the EKS add-ons and HyperPod agents come from AWS-owned registries in "
     "other accounts; read-only."

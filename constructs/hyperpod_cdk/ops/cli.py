@@ -28,11 +28,16 @@ def run_command(
     argv: Sequence[str],
     command: Command,
     make_clients: MakeClients = session_clients,
+    check_account: bool = True,
 ) -> int:
     """Parse ``CONFIG [--profile P] [--project-root DIR]``, load the config, run ``command``.
 
     Exit 2 with ``config error:`` lines for an invalid config, and with one line
-    ``<prog>: <reason>`` on stderr when AWS cannot be used; no traceback for either.
+    ``<prog>: <reason>`` on stderr when AWS cannot be used or, when the config names its
+    ``account``, the credentials are of another one (a dev/prod pair may share the cluster
+    name: the command would act on the other account's cluster; security review L5); no
+    traceback for any. ``check_account=False``: the command reports the account itself
+    (preflight).
     """
     parser = argparse.ArgumentParser(
         prog=f"python -m hyperpod_cdk.ops.{prog}", description=description
@@ -54,6 +59,17 @@ def run_command(
         return EXIT_UNUSABLE
     try:
         clients = make_clients(config.region, args.profile)
+        if check_account and config.account is not None:
+            identity = clients("sts").get_caller_identity()
+            account, caller = str(identity["Account"]), str(identity.get("Arn", "the caller"))
+            if account != config.account:
+                print(
+                    f"{prog}: the credentials are of account {account} ({caller}); "
+                    f"{args.config} is account {config.account}: use credentials of "
+                    f"{config.account} ({PROFILE_OPTION})",
+                    file=sys.stderr,
+                )
+                return EXIT_UNUSABLE
         return command(config, clients, args.project_root)
     except Exception as exc:
         # AwsUnavailable from the session, or botocore's error from a call of the command

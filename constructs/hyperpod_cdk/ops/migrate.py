@@ -174,7 +174,16 @@ def _retain(
     target = bootstrap_target(config, project_root)
     bucket = f"cdk-{target.qualifier}-assets-{account}-{config.region}"
     key = f"hyperpod-cdk-migrate/{stack}-{hashlib.sha256(body.encode()).hexdigest()[:16]}.json"
-    s3.put_object(Bucket=bucket, Key=key, Body=body.encode(), ContentType="application/json")
+    # the bucket is found by its name only: it must be the caller's own, else someone else's
+    # bucket would serve the template CloudFormation runs with CAPABILITY_NAMED_IAM (security
+    # review L6); S3 refuses the write (403) when another account owns it
+    s3.put_object(
+        Bucket=bucket,
+        Key=key,
+        Body=body.encode(),
+        ContentType="application/json",
+        ExpectedBucketOwner=account,
+    )
     (described,) = cloudformation.describe_stacks(StackName=stack)["Stacks"]
     cloudformation.update_stack(
         StackName=stack,

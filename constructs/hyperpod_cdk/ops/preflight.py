@@ -259,6 +259,8 @@ def main(argv: Sequence[str], make_clients: MakeClients = session_clients) -> in
         argv,
         _command,
         make_clients,
+        # preflight reports the account among its checks (deploy_target.check_account)
+        check_account=False,
     )
 
 

@@ -66,8 +66,15 @@ COMPONENT_OBJECTS: dict[str, tuple[tuple[str, str], ...]] = {
     "scientist_rbac": (
         ("ClusterRole hyperpod-scientist-user-cluster-role",
          f"{_RBAC}/clusterroles/hyperpod-scientist-user-cluster-role"),
-        ("Role kubeflow/hyperpod-scientist-user-namespace-level-role",
-         f"{_RBAC}/namespaces/kubeflow/roles/hyperpod-scientist-user-namespace-level-role"),
+        # the namespaced role is in its own namespace, made by the release (issue 34, H2)
+        (f"Namespace {chart.SCIENTIST_NAMESPACE}",
+         f"/api/v1/namespaces/{chart.SCIENTIST_NAMESPACE}"),
+        (f"Role {chart.SCIENTIST_NAMESPACE}/hyperpod-scientist-user-namespace-level-role",
+         f"{_RBAC}/namespaces/{chart.SCIENTIST_NAMESPACE}/roles/"
+         "hyperpod-scientist-user-namespace-level-role"),
+        ("ValidatingAdmissionPolicy hyperpod-cdk-workload-pods",
+         "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/"
+         "hyperpod-cdk-workload-pods"),
     ),
 }  # fmt: skip
 _PATHS = {

@@ -254,9 +254,11 @@ EKS_NAME = "shared-platform"
 
 
 def eks_deployed(aws: StubbedAws) -> None:
-    """config/examples/eks-existing-cluster.yaml's HyperPod cluster and its EKS cluster."""
-    from ops_testkit import environment
+    """config/examples/eks-existing-cluster.yaml's HyperPod cluster and its EKS cluster (and the
+    caller, of the config's account)."""
+    from ops_testkit import environment, identity
 
+    identity(aws)
     config = environment("eks-existing-cluster")
     aws.stub("sagemaker").add_response(
         "describe_cluster",

@@ -189,3 +189,39 @@ def test_sbatch_prints_its_id_in_either_form(tmp_path: Path) -> None:
     assert (tmp_path / "o-100").read_text() == "hi\n"
     acct = run_bash("sacct -j 100 -n -P -o JobID,State,ExitCode", tmp_path)
     assert acct.stdout == "100|COMPLETED|0:0\n100.batch|COMPLETED|0:0\n"
+
+
+def test_controller_file_access_never_follows_a_planted_link(tmp_path: Path) -> None:
+    """Security review L7: with <dra>/.hyperpod-verify writable by a user and
+    hpv-0123456789ab/export.txt -> <scratch>/etc/passwd, the script (root on the controller)
+    wrote through the link. Now a link anywhere in the path is refused and the target is
+    untouched; a folder the script makes is 0700."""
+    passwd = tmp_path / "etc" / "passwd"
+    passwd.parent.mkdir()
+    passwd.write_text("root:x:0:0::/root:/bin/bash\n")
+    verify_dir = tmp_path / "dra" / ".hyperpod-verify"
+    run_dir = verify_dir / "hpv-0123456789ab"
+    run_dir.mkdir(parents=True)
+    (run_dir / "export.txt").symlink_to(passwd)
+    target = run_dir / "export.txt"
+    proc = run_bash(slurm.render("fsx_file", op="write", file=str(target), data="b2sK"), tmp_path)
+    assert proc.returncode != 0 and "HPV-WRITTEN" not in proc.stdout
+    assert "refused" in proc.stdout
+    assert passwd.read_text() == "root:x:0:0::/root:/bin/bash\n"
+    proc = run_bash(slurm.render("fsx_file", op="read", file=str(target)), tmp_path)
+    assert "HPV-FILE" not in proc.stdout  # not read through the link either
+    # a link in a folder of the path
+    (run_dir / "export.txt").unlink()
+    run_dir.rmdir()
+    run_dir.symlink_to(passwd.parent)
+    proc = run_bash(slurm.render("fsx_file", op="write", file=str(run_dir / "x.txt"), data="b2sK"), tmp_path)  # fmt: skip
+    assert proc.returncode != 0 and not (passwd.parent / "x.txt").exists()
+    proc = run_bash(slurm.render("fsx_file", op="remove", file=str(run_dir / "passwd")), tmp_path)
+    assert passwd.exists()
+    # a folder made by the script is root's alone
+    fresh = tmp_path / "dra2" / ".hyperpod-verify" / "hpv-1" / "a"
+    proc = run_bash(slurm.render("fsx_file", op="write", file=str(fresh), data="b2sK"), tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (fresh.parent.stat().st_mode & 0o777) == 0o700
+    proc = run_bash(slurm.render("fsx_file", op="remove", file=str(fresh.parent)), tmp_path)
+    assert "HPV-REMOVED" in proc.stdout and not fresh.parent.exists()

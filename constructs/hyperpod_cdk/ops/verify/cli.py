@@ -73,7 +73,7 @@ TOKEN_REFRESH_SECONDS = 600
 RUN_ID_PATTERN = re.compile(rf"^{RUN_ID_PREFIX}[0-9a-f]{{12}}$")
 # What a run needs from the orchestrator's side, by orchestrator.
 SLURM_CHECKS = CHECK_ORDER
-EKS_CHECKS = tuple(c for c in CHECK_ORDER if c != "accounting")
+EKS_CHECKS = tuple(c for c in CHECK_ORDER if c not in ("accounting", "imds"))
 
 
 class CannotRun(Exception):
@@ -98,9 +98,9 @@ def _orchestrator_modules(config: EnvironmentConfig) -> tuple[dict[str, Check], 
     """The node-side checks and the leftovers finder of the config's orchestrator (with the
     AWS-side checks, which both have)."""
     if config.is_slurm:
-        from hyperpod_cdk.ops.verify import slurm
+        from hyperpod_cdk.ops.verify import imds, slurm
 
-        side: dict[str, Check] = dict(slurm.CHECKS)
+        side: dict[str, Check] = {**slurm.CHECKS, **imds.CHECKS}
         side_leftovers: Leftovers = slurm.leftovers
     else:
         from hyperpod_cdk.ops.verify import eks

@@ -38,6 +38,7 @@ CHECK_ORDER: tuple[str, ...] = (
     "fsx",
     "dra",
     "accounting",
+    "imds",
 )
 # check -> the checks that must have passed (or been skipped as not applicable) before it runs
 DEPENDS_ON: Mapping[str, tuple[str, ...]] = {
@@ -51,6 +52,7 @@ DEPENDS_ON: Mapping[str, tuple[str, ...]] = {
     # not fsx: a file system slower than its gate still moves files to and from S3
     "dra": ("cluster",),
     "accounting": ("nodes",),
+    "imds": ("nodes",),
 }
 # Seconds each check may take in all (its subjects together); a check stops waiting past it
 # and fails with what it saw.
@@ -64,6 +66,7 @@ BUDGET_SECONDS: Mapping[str, int] = {
     "fsx": 900,
     "dra": 900,
     "accounting": 300,
+    "imds": 300,
 }
 # Prefix of every run id; names and labels made by a run carry the whole id.
 RUN_ID_PREFIX = "hpv-"
