@@ -23,6 +23,7 @@ from aws_cdk import aws_eks_v2 as eks_v2
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
+from hyperpod_cdk.config.task_governance import namespace_of
 from hyperpod_cdk.config.observability import (
     metric_levels,
     metrics_provider,
@@ -140,6 +141,13 @@ class EksDependenciesStack(EnvironmentStack):
                 "efa": extra.efa,
             },
             image_tags=dict(chart_values.image_tags),
+            # the pod admission policy holds every namespace where people create workloads:
+            # each task governance team's (the service makes them later; the binding selects
+            # by name, so it holds from the namespace's first pod)
+            workload_namespaces=[
+                namespace_of(team.name)
+                for team in (eks_cfg.task_governance.teams if eks_cfg.task_governance else [])
+            ],
         )
         self.ready = ready_parameter(
             self,

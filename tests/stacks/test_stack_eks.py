@@ -319,6 +319,20 @@ def test_the_scientist_roles_are_a_release_of_their_own_in_kubeflow(build_varian
     }
 
 
+def test_the_pod_admission_policy_holds_every_team_namespace(synthesized) -> None:
+    """Security review H2/M2: the policy binds the scientist namespace and each task governance
+    team's ``hyperpod-ns-<team>`` (the service makes those namespaces later; the binding selects
+    them by name), so a team principal's Edit cannot run a privileged pod."""
+    synth = synthesized("eks-full")
+    found = {r["Properties"]["Release"]: r for r in releases(synth).values()}
+    values = json.loads(found[chart.POLICY_RELEASE]["Properties"]["Values"])
+    assert values["podPolicy"]["enabled"] is True
+    assert set(values["podPolicy"]["namespaces"]) >= {
+        "hyperpod-ns-research",
+        "hyperpod-ns-applied",
+    }
+
+
 def test_every_dependency_off_installs_no_chart(build_variant) -> None:
     synth = build_variant(
         {
