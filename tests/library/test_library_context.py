@@ -247,7 +247,7 @@ def test_an_eks_construct_without_the_layers_names_the_extra(
     assert str(raised.value) == (
         "flags/Eks: the EKS constructs need the kubectl Lambda layer of Kubernetes 1.33 "
         "(aws-cdk.lambda-layer-kubectl-v33), which is not installed. Install the library "
-        "with its eks extra: pip install 'hyperpod-cdk[eks]'"
+        "with its eks extra: pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
     )
 
 

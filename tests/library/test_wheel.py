@@ -47,7 +47,7 @@ HERE = Path(__file__).resolve().parent
 README_SNIPPET = HERE / "readme_library_snippet.py"
 # the smallest EKS use of the library: it needs the `eks` extra
 EKS_EXAMPLE = HERE / "eks_library_example.py"
-EKS_EXTRA_INSTALL = "pip install 'hyperpod-cdk[eks]'"
+EKS_EXTRA_INSTALL = "pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
 KUBECTL_LAYERS = [f"aws-cdk.lambda-layer-kubectl-v{minor}" for minor in range(30, 36)]
 CONSTRAINTS = ROOT / "constraints.txt"
 NODE_BIN = ROOT / "node_modules" / ".bin"
