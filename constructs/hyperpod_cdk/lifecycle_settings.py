@@ -365,8 +365,6 @@ class NodeSettings:
         hyperpod_cdk.ops.status|preflight|verify|sync-users FILE`` read; returns the path."""
         target = Path(path)
         data = self.config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
-        # the packaged scripts, wherever this app runs
-        data.get("cluster", {}).pop("lifecycle_scripts", None)
         data.update(name=self.config.name, region=self.config.region)
         target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return target
@@ -380,6 +378,7 @@ def build_node_settings(
     availability_zone_id: str,
     subnets: Sequence[Any] = (),
     vpc: Any = None,
+    security_groups: Sequence[Any] = (),
     orchestrator: Literal["slurm", "eks"] = "slurm",
     fsx: FsxConfig | FileSystemHandle | None = None,
     account: str | None = None,
@@ -405,6 +404,8 @@ def build_node_settings(
         the app knows it (a subnet of a new ``ec2.Vpc``, or one imported with
         ``ipv4_cidr_block``), else by its id (the node asks EC2 at boot).
     :param vpc: the VPC (``ec2.IVpc``); an imported one's id goes into the environment file.
+    :param security_groups: the nodes' security groups (``ec2.ISecurityGroup``); in an
+        imported VPC their ids go into the environment file (preflight checks them).
     :param orchestrator: ``slurm`` or ``eks``.
     :param fsx: the FSx for Lustre file system: the ``FsxConfig`` of a ``LustreFileSystem``
         or the ``FileSystemHandle`` given to ``HyperPodCluster``; none when not given.
@@ -428,6 +429,9 @@ def build_node_settings(
     network: dict[str, Any] = {"availability_zone_id": availability_zone_id}
     if _literal(vpc_id) and subnet_ids and len(subnet_ids) == len(subnets):
         network.update(vpc_id=vpc_id, compute_subnet_id=subnet_ids[0])
+        group_ids = [getattr(g, "security_group_id", None) for g in security_groups]
+        if group_ids and all(_literal(g) for g in group_ids):
+            network["security_group_ids"] = group_ids
     if eks_availability_zone_ids:
         network["eks_availability_zone_ids"] = list(eks_availability_zone_ids)
     data: dict[str, Any] = {

@@ -135,6 +135,8 @@ class FakeCluster:
     settings: dict[str, Any]
     extra_files: dict[str, str]
     resource_config: dict[str, Any]
+    # subnet id -> CIDR, what the fake node's EC2 answers (run/fake-ec2-subnets)
+    subnets: dict[str, str] = field(default_factory=dict)
 
 
 def _fake_cluster(
@@ -311,6 +313,8 @@ def from_assembly(
     (upload,) = uploads
     settings = upload.settings
     _check_orchestrator(node, str(settings.get("orchestrator", "slurm")), upload.stack)
+    # an adopted VPC's subnets are named by id: the fake EC2 gives each a CIDR of its own
+    subnet_ids = (settings.get("cluster_network") or {}).get("subnet_ids") or []
     groups = [
         (
             name,
@@ -322,7 +326,7 @@ def from_assembly(
     ]
     if not groups and NODES[node][0] == "eks":
         groups = [("eks-nodes", "eks", "ml.m5.xlarge", 2)]
-    return _fake_cluster(
+    cluster = _fake_cluster(
         node,
         f"{assembly} ({upload.stack})",
         groups,
@@ -338,6 +342,8 @@ def from_assembly(
         cluster_name=str(settings.get("cluster_name", "dryrun")),
         region=str((settings.get("cluster_network") or {}).get("region", "us-east-1")),
     )
+    cluster.subnets.update({sid: f"10.{100 + i}.0.0/16" for i, sid in enumerate(subnet_ids)})
+    return cluster
 
 
 def prepare(
@@ -376,6 +382,11 @@ def prepare(
     tools = base / "bin"
     tools.mkdir()
     (tools / "python3").symlink_to(sys.executable)
+    if cluster is not None and cluster.subnets:
+        lines = "".join(f"{sid} {cidr}\n" for sid, cidr in cluster.subnets.items())
+        (root / "run").mkdir(parents=True, exist_ok=True)
+        with open(root / "run" / "fake-ec2-subnets", "a") as known:
+            known.write(lines)
     config_dir = root / "opt" / "ml" / "config"
     config_dir.mkdir(parents=True, exist_ok=True)
     if cluster is not None:
