@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from hyperpod_cdk.config.loader import ConfigError
 from hyperpod_cdk.config.loader import validate as _validate
-from hyperpod_cdk.config.models import ClusterConfig, EnvironmentConfig
+from hyperpod_cdk.config.models import ClusterConfig, EksConfig, EnvironmentConfig
 from hyperpod_cdk.config.node_setup import (
     USERS_FILE_ON_NODE,
     exporter_images,
@@ -382,7 +382,7 @@ def build_node_settings(
     orchestrator: Literal["slurm", "eks"] = "slurm",
     fsx: FsxConfig | FileSystemHandle | None = None,
     account: str | None = None,
-    eks_cluster_arn: str | None = None,
+    eks: EksConfig | Mapping[str, Any] | None = None,
     eks_availability_zone_ids: Sequence[str] = (),
     project_root: str | Path | None = None,
 ) -> NodeSettings:
@@ -410,7 +410,8 @@ def build_node_settings(
     :param fsx: the FSx for Lustre file system: the ``FsxConfig`` of a ``LustreFileSystem``
         or the ``FileSystemHandle`` given to ``HyperPodCluster``; none when not given.
     :param account: the account (the environment file names it; default: any).
-    :param eks_cluster_arn: an adopted EKS cluster's ARN (``eks.cluster_arn``).
+    :param eks: the ``eks`` section of a config (``EksConfig``): an adopted cluster's
+        ``cluster_arn``, its ``kubernetes_version``, which ``dependencies`` the app installs.
     :param eks_availability_zone_ids: the AZ IDs of a new EKS cluster's subnets.
     :param project_root: where ``cluster.node_setup.users_file`` is (default: the cwd).
     """
@@ -452,8 +453,12 @@ def build_node_settings(
     }
     if account is not None:
         data["account"] = account
-    if eks_cluster_arn is not None:
-        data["eks"] = {"cluster_arn": eks_cluster_arn}
+    if eks is not None:
+        data["eks"] = (
+            eks.model_dump(mode="json", exclude_unset=True)
+            if isinstance(eks, EksConfig)
+            else dict(eks)
+        )
     try:
         parsed, _ = _validate(data, root, "")
     except ConfigError as exc:
