@@ -364,7 +364,7 @@ class NodeSettings:
         """Write ``config`` as an environment file (JSON, which is YAML) that ``python -m
         hyperpod_cdk.ops.status|preflight|verify|sync-users FILE`` read; returns the path."""
         target = Path(path)
-        data = self.config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        data = self.config.model_dump(mode="json", exclude_none=True, exclude_unset=True)
         data.update(name=self.config.name, region=self.config.region)
         target.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return target
