@@ -316,9 +316,7 @@ def _check_object(
         if key not in value or value[key] is None:
             where = f"{path}.{key}"
             what = descriptions.of(where) or "a value"
-            out.append(
-                Issue(where, f"missing: the lifecycle scripts need {what} to set a node up")
-            )
+            out.append(Issue(where, f"missing: the lifecycle scripts need {what} to set a node up"))
     if len(value) < schema.get("minProperties", 0):
         out.append(Issue(path, f"is empty: name at least {schema['minProperties']}"))
     properties = schema.get("properties") or {}

@@ -53,7 +53,10 @@ class EksHyperPodStack(cdk.Stack):
 app = cdk.App(context=recommended_context())
 stack = EksHyperPodStack(app, "ml-eks", env=cdk.Environment(account=ACCOUNT, region=REGION))
 flow_logs = logs.LogGroup(
-    stack, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=cdk.RemovalPolicy.RETAIN
+    stack,
+    "FlowLogs",
+    retention=logs.RetentionDays.ONE_YEAR,
+    removal_policy=cdk.RemovalPolicy.RETAIN,
 )
 vpc = ec2.Vpc(
     stack,

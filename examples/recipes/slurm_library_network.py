@@ -32,9 +32,7 @@ ACCOUNT, REGION = "111122223333", "us-west-2"
 AZ_ID = "usw2-az2"  # the HyperPod AZ, by ID (aws ec2 describe-availability-zones)
 
 app = cdk.App(context=recommended_context())
-stack = cdk.Stack(
-    app, "research-hyperpod", env=cdk.Environment(account=ACCOUNT, region=REGION)
-)
+stack = cdk.Stack(app, "research-hyperpod", env=cdk.Environment(account=ACCOUNT, region=REGION))
 network = HyperPodNetwork(stack, "Network", network=NetworkConfig(availability_zone_id=AZ_ID))
 fsx = FsxConfig(storage_capacity_gib=1200, throughput_per_tib=250)
 lustre = LustreFileSystem(

@@ -52,7 +52,10 @@ class HyperPodStack(cdk.Stack):
 app = cdk.App(context=recommended_context())
 stack = HyperPodStack(app, "team-hyperpod", env=cdk.Environment(account=ACCOUNT, region=REGION))
 flow_logs = logs.LogGroup(
-    stack, "FlowLogs", retention=logs.RetentionDays.ONE_YEAR, removal_policy=cdk.RemovalPolicy.RETAIN
+    stack,
+    "FlowLogs",
+    retention=logs.RetentionDays.ONE_YEAR,
+    removal_policy=cdk.RemovalPolicy.RETAIN,
 )
 vpc = ec2.Vpc(
     stack,

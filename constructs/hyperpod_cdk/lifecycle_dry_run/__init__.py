@@ -155,7 +155,9 @@ def _fake_cluster(
     first instance of ``group``, else of the first group of the node type."""
     orchestrator, _ = NODES[node]
     candidates = [
-        name for name, kind, _, _ in groups if orchestrator == "eks" or kind == SLURM_NODE_TYPES[node]
+        name
+        for name, kind, _, _ in groups
+        if orchestrator == "eks" or kind == SLURM_NODE_TYPES[node]
     ]
     if not candidates:
         raise DryRunError(f"{source} has no {SLURM_NODE_TYPES[node]} instance group")
@@ -180,7 +182,9 @@ def _fake_cluster(
         ]
         if name == chosen:
             address = instances[0]["CustomerIpAddress"]
-        resource_groups.append({"Name": name, "InstanceType": instance_type, "Instances": instances})
+        resource_groups.append(
+            {"Name": name, "InstanceType": instance_type, "Instances": instances}
+        )
     return FakeCluster(
         config_path=Path(source),
         group=chosen,
