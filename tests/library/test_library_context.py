@@ -35,7 +35,8 @@ from hyperpod_cdk.storage import data_bucket
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
-SETTINGS = {"environment": "research", "orchestrator": "slurm"}
+# the least the packaged scripts boot with (lifecycle_assets/settings.schema.json)
+SETTINGS = {"environment": "research", "orchestrator": "eks"}
 REMEDY = "cdk.App(context=hyperpod_cdk.recommended_context())"
 
 # the constructs that need the S3 flag (each makes an access-log bucket)
