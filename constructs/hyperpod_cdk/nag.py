@@ -109,6 +109,20 @@ def validation_failure_line(error: BaseException) -> str | None:
     )
 
 
+def _drain_jsii_output() -> None:
+    """Let the JavaScript runtime end and its output (the findings) reach stderr before the one
+    line: jsii relays it from a thread that a fast exit can cut short. jsii stops it at exit
+    anyway; this is that, earlier (nothing happens if jsii's internals differ)."""
+    try:
+        from jsii._runtime import kernel
+
+        kernel.provider._process.stop()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001, S110  (only the order of two outputs is at stake)
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
 def report_validation_failures_in_one_line() -> None:
     """A failed validation ends the program with the findings and one line (exit status 1)
     instead of a jsii traceback; other uncaught errors reach the previous ``sys.excepthook``."""
@@ -122,8 +136,9 @@ def report_validation_failures_in_one_line() -> None:
         line = validation_failure_line(error)
         if line is None:
             previous(kind, error, trace)
-        else:
-            print(line, file=sys.stderr)
+            return
+        _drain_jsii_output()
+        print(line, file=sys.stderr)
 
     hook.hyperpod_cdk = True  # type: ignore[attr-defined]
     sys.excepthook = hook
