@@ -130,9 +130,7 @@ def report_validation_failures_in_one_line() -> None:
     if getattr(previous, "hyperpod_cdk", False):
         return
 
-    def hook(
-        kind: type[BaseException], error: BaseException, trace: TracebackType | None
-    ) -> None:
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
         line = validation_failure_line(error)
         if line is None:
             previous(kind, error, trace)
