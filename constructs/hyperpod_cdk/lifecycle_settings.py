@@ -374,7 +374,7 @@ def build_node_settings(
     region: str,
     cluster: ClusterConfig | Mapping[str, Any],
     availability_zone_id: str,
-    subnets: Sequence[Any] = (),
+    subnets: Mapping[str, Any] | Sequence[Any] = (),
     vpc: Any = None,
     security_groups: Sequence[Any] = (),
     orchestrator: Literal["slurm", "eks"] = "slurm",
@@ -397,11 +397,13 @@ def build_node_settings(
         settings and ``name`` (default: ``environment``), as given to ``HyperPodCluster``.
     :param availability_zone_id: the AZ ID of the HyperPod subnet (``HyperPodCluster``'s
         ``main_az_id``).
-    :param subnets: the HyperPod subnets (``ec2.ISubnet``). A Slurm cluster needs them: the
-        nodes trust each other's SSH host keys within them. Each is given by its IPv4 CIDR when
-        the app knows it (a subnet of a new ``ec2.Vpc``, or one imported with
-        ``ipv4_cidr_block``), else by its id (the node asks EC2 at boot).
-    :param vpc: the VPC (``ec2.IVpc``); an imported one's id goes into the environment file.
+    :param subnets: the HyperPod subnets (``ec2.ISubnet``) by AZ ID, as given to
+        ``HyperPodCluster(subnets=...)``, or one subnet (the ``availability_zone_id``'s). A
+        Slurm cluster needs them: the nodes trust each other's SSH host keys within them. In
+        a VPC imported by id (``vpc=``) they go by their ids (the nodes ask EC2 for the CIDRs
+        at boot); otherwise by their CIDRs, which the app knows for a new ``ec2.Vpc``.
+    :param vpc: the VPC (``ec2.IVpc``); an imported one's id, and the subnets' ids, go into
+        the settings and the environment file.
     :param security_groups: the nodes' security groups (``ec2.ISecurityGroup``); in an
         imported VPC their ids go into the environment file (preflight checks them).
     :param orchestrator: ``slurm`` or ``eks``.
@@ -415,8 +417,8 @@ def build_node_settings(
     """
     root = Path(project_root) if project_root is not None else Path.cwd()
     issues: list[Issue] = []
-    cidrs, subnet_ids = _subnet_addresses(subnets, issues)
-    if orchestrator == "slurm" and not subnets:
+    by_az = _subnets_by_az(subnets, availability_zone_id, issues)
+    if orchestrator == "slurm" and not by_az and not issues:
         issues.append(
             Issue(
                 "subnets",
@@ -424,13 +426,7 @@ def build_node_settings(
                 "host keys within them (pass the ec2.ISubnet objects given to HyperPodCluster)",
             )
         )
-    vpc_id = getattr(vpc, "vpc_id", None) if vpc is not None else None
-    network: dict[str, Any] = {"availability_zone_id": availability_zone_id}
-    if _literal(vpc_id) and subnet_ids and len(subnet_ids) == len(subnets):
-        network.update(vpc_id=vpc_id, compute_subnet_id=subnet_ids[0])
-        group_ids = [getattr(g, "security_group_id", None) for g in security_groups]
-        if group_ids and all(_literal(g) for g in group_ids):
-            network["security_group_ids"] = group_ids
+    network = _network_section(by_az, availability_zone_id, vpc, security_groups, issues)
     if eks_availability_zone_ids:
         network["eks_availability_zone_ids"] = list(eks_availability_zone_ids)
     data: dict[str, Any] = {
@@ -465,14 +461,9 @@ def build_node_settings(
     config = parsed
     if issues:
         raise ConfigError(issues)
+    # exactly what the app's synth of this config uploads, so that the commands that compute the
+    # lifecycle prefix from the environment file (sync-users) find the deployed one
     settings = node_settings(config)
-    if config.is_slurm:
-        settings["cluster_network"] = {
-            "region": region,
-            # CIDRs when every one is known (no EC2 call at boot), else the ids
-            "cidrs": cidrs if len(cidrs) == len(subnets) else [],
-            "subnet_ids": [] if len(cidrs) == len(subnets) else subnet_ids,
-        }
     problems = settings_problems(settings, json.loads(PACKAGED_SCHEMA.read_text(encoding="utf-8")))
     if problems:
         raise SettingsError(problems, SETTINGS_PATH)
@@ -488,29 +479,69 @@ def _literal(value: Any) -> bool:
     return isinstance(value, str) and bool(value) and not is_token(value)
 
 
-def _subnet_addresses(subnets: Sequence[Any], issues: list[Issue]) -> tuple[list[str], list[str]]:
-    """The literal CIDRs and ids of ``subnets``; an issue for a subnet with neither."""
-    cidrs: list[str] = []
-    ids: list[str] = []
-    for i, subnet in enumerate(subnets):
+def _subnets_by_az(
+    subnets: Mapping[str, Any] | Sequence[Any], availability_zone_id: str, issues: list[Issue]
+) -> dict[str, Any]:
+    """The subnets by AZ ID (one subnet alone is the HyperPod AZ's)."""
+    if isinstance(subnets, Mapping):
+        by_az = dict(subnets)
+        if by_az and availability_zone_id not in by_az:
+            issues.append(
+                Issue("subnets", f"names no subnet of availability_zone_id {availability_zone_id}")
+            )
+        return by_az
+    if len(subnets) > 1:
+        issues.append(
+            Issue(
+                "subnets",
+                "several subnets: give them by AZ ID, {'usw2-az2': subnet, ...}, as to "
+                "HyperPodCluster(subnets=...)",
+            )
+        )
+        return {}
+    return {availability_zone_id: subnets[0]} if subnets else {}
+
+
+def _network_section(
+    by_az: dict[str, Any],
+    availability_zone_id: str,
+    vpc: Any,
+    security_groups: Sequence[Any],
+    issues: list[Issue],
+) -> dict[str, Any]:
+    """The config's ``network`` for these subnets: an imported VPC's by id (the nodes resolve
+    their CIDRs at boot), else the subnets' CIDRs (known at synth for a new ``ec2.Vpc``)."""
+    network: dict[str, Any] = {"availability_zone_id": availability_zone_id}
+    vpc_id = getattr(vpc, "vpc_id", None) if vpc is not None else None
+    ids = {az: getattr(s, "subnet_id", None) for az, s in by_az.items()}
+    if _literal(vpc_id) and by_az and all(_literal(i) for i in ids.values()):
+        network.update(vpc_id=vpc_id, compute_subnet_id=ids.pop(availability_zone_id, None))
+        network["additional_compute_subnet_ids"] = ids
+        group_ids = [getattr(g, "security_group_id", None) for g in security_groups]
+        if group_ids and all(_literal(g) for g in group_ids):
+            network["security_group_ids"] = group_ids
+        return network
+    cidrs: dict[str, str] = {}
+    for az, subnet in by_az.items():
         try:
             cidr = subnet.ipv4_cidr_block
         except Exception:  # an imported subnet without ipv4_cidr_block raises (jsii)
             cidr = None
-        subnet_id = getattr(subnet, "subnet_id", None)
         if _literal(cidr):
-            cidrs.append(str(cidr))
-        if _literal(subnet_id):
-            ids.append(str(subnet_id))
-        if not _literal(cidr) and not _literal(subnet_id):
+            cidrs[az] = str(cidr)
+        else:
             issues.append(
                 Issue(
-                    f"subnets[{i}]",
-                    "neither its IPv4 CIDR nor its id is known at synth; pass a subnet of an "
-                    "ec2.Vpc of this app, or import it with subnet_id (and ipv4_cidr_block)",
+                    f"subnets.{az}",
+                    "its CIDR is not known at synth and the VPC is not imported by id: pass a "
+                    "subnet of an ec2.Vpc of this app, or import the VPC (vpc=) and its subnets "
+                    "by id",
                 )
             )
-    return cidrs, ids
+    if availability_zone_id in cidrs:
+        network["compute_cidr"] = cidrs.pop(availability_zone_id)
+        network["additional_compute_cidrs"] = cidrs
+    return network
 
 
 def _fsx_section(fsx: FsxConfig | FileSystemHandle | None) -> dict[str, Any]:

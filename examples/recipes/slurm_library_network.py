@@ -61,7 +61,7 @@ try:
         region=REGION,
         cluster=cluster,
         availability_zone_id=AZ_ID,
-        subnets=list(network.compute_subnets.values()),
+        subnets=network.compute_subnets,
         fsx=fsx,
     )
 except ConfigError as exc:

@@ -56,7 +56,7 @@ settings = build_node_settings(
     region="us-west-2",
     cluster=cluster,
     availability_zone_id="usw2-az2",
-    subnets=list(network.compute_subnets.values()),
+    subnets=network.compute_subnets,
     fsx=fsx,
 )
 scripts = LifecycleScripts(stack, "Scripts", settings=settings)  # directory= for your own

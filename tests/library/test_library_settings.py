@@ -87,6 +87,24 @@ def test_settings_built_from_the_objects_pass_the_scripts_schema() -> None:
     assert settings["fsx"] == {"enabled": False, "mount_path": "/fsx", "efa": False}
 
 
+def test_the_settings_are_the_apps_settings_of_the_config() -> None:
+    """What the app's synth of the same environment file uploads, byte for byte."""
+    from hyperpod_cdk.lifecycle_settings import node_settings
+
+    built = _settings(
+        subnets={"usw2-az2": _subnet("10.1.0.0/16"), "usw2-az1": _subnet("10.2.0.0/16")}
+    )
+    assert built.settings == node_settings(built.config)
+    assert built.settings["cluster_network"]["cidrs"] == ["10.1.0.0/16", "10.2.0.0/16"]
+
+
+def test_several_subnets_go_by_az_id() -> None:
+    with pytest.raises(
+        ConfigError, match=r"config error: subnets: several subnets: give them by AZ ID"
+    ):
+        _settings(subnets=[_subnet("10.1.0.0/16"), _subnet("10.2.0.0/16")])
+
+
 def test_a_subnet_known_by_id_only_is_resolved_on_the_node() -> None:
     built = _settings(
         subnets=[_subnet(None, "subnet-0a1b2c3d4e5f67890")],
@@ -107,7 +125,7 @@ def test_every_problem_at_once_with_its_key_path() -> None:
         )
     paths = [issue.path for issue in raised.value.issues]
     assert paths == [
-        "subnets[0]",
+        "subnets.us-west-2b",  # the subnet of the (misnamed) AZ
         "name",
         "network.availability_zone_id",
         "cluster.instance_groups[0].count",
@@ -135,6 +153,7 @@ def test_lifecycle_scripts_take_node_settings_with_their_files(tmp_path: Path) -
 
     from hyperpod_cdk import LifecycleScripts, recommended_context
     from hyperpod_cdk.cluster.lifecycle import content_hash
+    from hyperpod_cdk.lifecycle_prefix import config_lifecycle_prefix
 
     (tmp_path / "users.yaml").write_text("users:\n  - name: alice\n    uid: 2001\n")
     built = _settings(
@@ -145,6 +164,9 @@ def test_lifecycle_scripts_take_node_settings_with_their_files(tmp_path: Path) -
     stack = cdk.Stack(app, "research-nodes", env=cdk.Environment(region="us-west-2"))
     scripts = LifecycleScripts(stack, "Scripts", settings=built)
     assert scripts.hash == content_hash(PACKAGED_SCRIPTS, built.settings, built.extra_files)
+    # the prefix the operational commands compute from the environment file (sync-users
+    # refuses another one)
+    assert scripts.prefix == config_lifecycle_prefix(built.config, tmp_path)
 
 
 def test_deploy_time_values_are_not_checked() -> None:
