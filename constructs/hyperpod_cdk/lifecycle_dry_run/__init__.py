@@ -112,8 +112,12 @@ def with_changes(settings: dict[str, Any], changes: dict[str, Any]) -> dict[str,
 
 
 def default_settings(node: str) -> dict[str, Any]:
+    """The bundled settings of the node's orchestrator (every step switched on)."""
     orchestrator, _ = NODES[node]
-    return json.loads((FAKE_NODE / "settings" / f"{orchestrator}.json").read_text())
+    settings: dict[str, Any] = json.loads(
+        (FAKE_NODE / "settings" / f"{orchestrator}.json").read_text()
+    )
+    return settings
 
 
 # the node types of a Slurm group (InstanceGroup.effective_node_type) per dry-run node
