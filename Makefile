@@ -8,10 +8,16 @@ MAKEFLAGS += --no-print-directory
 CONFIG ?= config/default.yaml
 # `make synth QUIET=` prints the templates too
 QUIET ?= 1
-# extra arguments for cdk (e.g. CDK_ARGS='--profile prod')
+# the AWS profile of every target that reaches AWS (deploy, diff, destroy, preflight, status,
+# verify, sync-users, migrate-eks-dependencies): `make deploy PROFILE=prod`, exported as AWS_PROFILE
+PROFILE ?=
+ifneq ($(PROFILE),)
+export AWS_PROFILE := $(PROFILE)
+endif
+# extra arguments for cdk (e.g. CDK_ARGS='--require-approval never')
 CDK_ARGS ?=
 PYTEST_ARGS ?=
-# extra arguments for preflight/status (e.g. OPS_ARGS='--profile prod')
+# extra arguments for preflight/status/verify/sync-users (e.g. OPS_ARGS='--json')
 OPS_ARGS ?=
 # make deploy: the replacements and deletions of data or a cluster to let through (stack/LogicalId,...)
 ALLOW_REPLACE ?=

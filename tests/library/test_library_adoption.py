@@ -76,16 +76,18 @@ class Adopted:
 
 
 def _synth(build: Callable[[cdk.Stack], None]) -> tuple[dict[str, Any], list[Any]]:
-    outdir = Path(tempfile.mkdtemp(prefix="hyperpod-adoption-"))
-    app = cdk.App(context=project_context(), outdir=str(outdir))
-    stack = cdk.Stack(app, "adopting", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    build(stack)
-    register_compliance_packs(app, ["AwsSolutions"])
-    try:
-        app.synth()
-    except Exception as exc:  # jsii: a compliance finding failed the synth
-        raise AssertionError(f"{exc}\n{findings(outdir)}") from None
-    return templates(outdir)["adopting"], findings(outdir)
+    # a temporary folder removed afterwards (the assemblies are up to 57 MB each)
+    with tempfile.TemporaryDirectory(prefix="hyperpod-adoption-") as folder:
+        outdir = Path(folder)
+        app = cdk.App(context=project_context(), outdir=str(outdir))
+        stack = cdk.Stack(app, "adopting", env=cdk.Environment(account=ACCOUNT, region=REGION))
+        build(stack)
+        register_compliance_packs(app, ["AwsSolutions"])
+        try:
+            app.synth()
+        except Exception as exc:  # jsii: a compliance finding failed the synth
+            raise AssertionError(f"{exc}\n{findings(outdir)}") from None
+        return templates(outdir)["adopting"], findings(outdir)
 
 
 def _cluster_config(**changes: Any) -> ClusterConfig:

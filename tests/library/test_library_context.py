@@ -35,7 +35,8 @@ from hyperpod_cdk.storage import data_bucket
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
-SETTINGS = {"environment": "research", "orchestrator": "slurm"}
+# the least the packaged scripts boot with (lifecycle_assets/settings.schema.json)
+SETTINGS = {"environment": "research", "orchestrator": "eks"}
 REMEDY = "cdk.App(context=hyperpod_cdk.recommended_context())"
 
 # the constructs that need the S3 flag (each makes an access-log bucket)
@@ -247,7 +248,7 @@ def test_an_eks_construct_without_the_layers_names_the_extra(
     assert str(raised.value) == (
         "flags/Eks: the EKS constructs need the kubectl Lambda layer of Kubernetes 1.33 "
         "(aws-cdk.lambda-layer-kubectl-v33), which is not installed. Install the library "
-        "with its eks extra: pip install 'hyperpod-cdk[eks]'"
+        "with its eks extra: pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
     )
 
 

@@ -90,7 +90,10 @@ def _synth_roles_and_scripts(partition_literals: bool | None, region: str | None
     role = ExecutionRole(stack, "Role", vpc=vpc, subnets=[subnet], security_groups=[group])
     role.grant_eks_node(f"arn:aws:eks:us-west-2:{ACCOUNT}:cluster/ml")
     scripts = LifecycleScripts(
-        stack, "Scripts", directory=ROOT / "lifecycle_assets", settings={"environment": "t"}
+        stack,
+        "Scripts",
+        directory=ROOT / "lifecycle_assets",
+        settings={"environment": "t", "orchestrator": "eks"},
     )
     role.grant_lifecycle_read(scripts.bucket, scripts.prefix)
     ClusterAutoScalingRole(stack, "AutoScaling")

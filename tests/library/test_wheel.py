@@ -42,12 +42,14 @@ PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 PYPROJECT = ROOT / "constructs" / "pyproject.toml"
 # the repository's lifecycle scripts, package data of the library through a symlink
 LIFECYCLE_ASSETS = ROOT / "lifecycle_assets"
+# the fake node of the packaged lifecycle dry run, package data through a symlink too
+FAKE_NODE = ROOT / "tests" / "lifecycle" / "fake_node"
 HERE = Path(__file__).resolve().parent
 # the docs' first library example, as the docs must show it (a Slurm cluster, no EKS)
 README_SNIPPET = HERE / "readme_library_snippet.py"
 # the smallest EKS use of the library: it needs the `eks` extra
 EKS_EXAMPLE = HERE / "eks_library_example.py"
-EKS_EXTRA_INSTALL = "pip install 'hyperpod-cdk[eks]'"
+EKS_EXTRA_INSTALL = "pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
 KUBECTL_LAYERS = [f"aws-cdk.lambda-layer-kubectl-v{minor}" for minor in range(30, 36)]
 CONSTRAINTS = ROOT / "constraints.txt"
 NODE_BIN = ROOT / "node_modules" / ".bin"
@@ -182,13 +184,15 @@ def _once(directory: Path, make: Callable[[Path], None]) -> None:
 
 def _build_wheel(directory: Path) -> None:
     """The wheel, built from a clean copy of constructs/ (no stale egg-info or caches of the
-    work tree, no build/ left in it) that keeps the repository's layout: the symlink of the
-    lifecycle scripts stays a symlink, to a copy of lifecycle_assets/ beside it, as in a
-    checkout that runs ``pip wheel ./constructs``."""
+    work tree, no build/ left in it) that keeps the repository's layout: the symlinks of the
+    lifecycle scripts and of the dry run's fake node stay symlinks, to copies of
+    lifecycle_assets/ and tests/lifecycle/fake_node beside it, as in a checkout that runs
+    ``pip wheel ./constructs``."""
     start = time.monotonic()
     source = directory / "src"
     shutil.copytree(ROOT / "constructs", source / "constructs", ignore=_NOT_SOURCE, symlinks=True)
     shutil.copytree(LIFECYCLE_ASSETS, source / "lifecycle_assets", ignore=_NOT_SOURCE)
+    shutil.copytree(FAKE_NODE, source / "tests" / "lifecycle" / "fake_node", ignore=_NOT_SOURCE)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
           "-q", str(source / "constructs"), "-w", str(directory / "dist")], timeout=300)  # fmt: skip
     (directory / "seconds.json").write_text(json.dumps({"wheel": time.monotonic() - start}))

@@ -168,7 +168,7 @@ def test_a_failing_credential_process_is_one_line(tmp_path: Path) -> None:
     line = _one_line(_run(tmp_path, "status", {"AWS_CONFIG_FILE": str(config)}), "status")
     assert line.startswith("status: AWS credentials could not be loaded")
     assert "token expired run login" in line
-    assert "OPS_ARGS='--profile NAME'" in line
+    assert "(make: PROFILE=NAME)" in line
 
 
 def test_an_unparseable_credential_process_output_is_one_line(tmp_path: Path) -> None:

@@ -26,6 +26,9 @@ from stacks import node_settings
 
 USERS_YAML = "users:\n  - name: alice\n    uid: 2001\n"
 
+# the least the packaged scripts boot with (lifecycle_assets/settings.schema.json)
+EKS_SETTINGS = {"orchestrator": "eks"}
+
 
 def users_config(root: Path) -> EnvironmentConfig:
     """The minimal example with a users file, in a project root of its own."""
@@ -346,7 +349,7 @@ def bare_upload(tmp_path: Path, extra_files: dict[str, str] | None) -> tuple[dic
         stack,
         "Scripts",
         directory=PROJECT_ROOT / "lifecycle_assets",
-        settings={"environment": "test"},
+        settings={"environment": "test", "orchestrator": "eks"},
         extra_files=extra_files,
     )
     assembly = app.synth()
@@ -455,7 +458,7 @@ def test_library_default_bucket_name_comes_from_the_stack(tmp_path: Path) -> Non
         env=cdk.Environment(account="111122223333", region="us-east-1"),
     )
     scripts = LifecycleScripts(
-        stack, "Scripts", directory=PROJECT_ROOT / "lifecycle_assets", settings={}
+        stack, "Scripts", directory=PROJECT_ROOT / "lifecycle_assets", settings=EKS_SETTINGS
     )
     assert scripts.bucket_name.startswith("sagemaker-platform-node")
     assert scripts.bucket_name.endswith("-lifecycle-111122223333-us-east-1")
@@ -482,6 +485,6 @@ def test_library_refuses_a_bucket_hyperpod_cannot_read(bucket_name: str, message
             stack,
             "Scripts",
             directory=PROJECT_ROOT / "lifecycle_assets",
-            settings={},
+            settings=EKS_SETTINGS,
             bucket_name=bucket_name,
         )

@@ -18,6 +18,7 @@ from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
 from hyperpod_cdk.lifecycle_prefix import LIFECYCLE_ROOT as LIFECYCLE_ROOT
 from hyperpod_cdk.lifecycle_prefix import UPLOAD_EXCLUDE, lifecycle_prefix
 from hyperpod_cdk.lifecycle_prefix import content_hash as content_hash
+from hyperpod_cdk.lifecycle_settings import NodeSettings, check_settings
 from hyperpod_cdk.nag import acknowledge, cdk_assets_objects, nag_ref
 from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
 
@@ -79,6 +80,22 @@ def check_lifecycle_bucket_name(bucket_name: str) -> None:
         )
 
 
+def _settings_and_files(
+    settings: Mapping[str, Any] | NodeSettings, extra_files: Mapping[str, str] | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings and the extra files, from a NodeSettings (with its users file) or a mapping."""
+    if isinstance(settings, NodeSettings):
+        return dict(settings.settings), {**settings.extra_files, **(extra_files or {})}
+    return dict(settings), dict(extra_files or {})
+
+
+def _check_settings_for(settings: Mapping[str, Any], directory: Path) -> None:
+    """Stop the synth when ``directory``'s scripts would fail every node with ``settings``: the
+    scripts' own schema (settings.schema.json beside them) says what they need; deploy-time
+    values (tokens) are not checked."""
+    check_settings(settings, directory, token=cdk.Token.is_unresolved)
+
+
 class LifecycleScripts(Construct):
     """The scripts every HyperPod node runs, in S3 where the nodes can read them.
 
@@ -95,8 +112,15 @@ class LifecycleScripts(Construct):
         :data:`PACKAGED_SCRIPTS`, the scripts shipped with the library (this
         repository's ``lifecycle_assets/``; their ``entrypoint.sh`` says which
         ``settings`` they read).
-    :param settings: JSON-serialisable values the scripts read on the node
-        (the scripts themselves hold no environment-specific values).
+    :param settings: the values the scripts read on the node (the scripts themselves hold
+        no environment-specific values): best a
+        :class:`~hyperpod_cdk.lifecycle_settings.NodeSettings` from
+        :func:`~hyperpod_cdk.lifecycle_settings.build_node_settings` (its users file comes
+        along as an extra file), or a JSON-serialisable mapping. When the directory has a
+        ``settings.schema.json`` (the packaged scripts do), settings a node could not boot
+        with stop the synth with a
+        :class:`~hyperpod_cdk.lifecycle_settings.SettingsError` naming each key
+        (``config error: settings.cluster_network: missing: ...``).
     :param access_logs_bucket: where the bucket's server access logs go; a
         log bucket of its own when not given.
     :param extra_files: more generated files written beside ``settings.json``,
@@ -112,7 +136,7 @@ class LifecycleScripts(Construct):
         construct_id: str,
         *,
         directory: str | Path | None = None,
-        settings: Mapping[str, Any],
+        settings: Mapping[str, Any] | NodeSettings,
         access_logs_bucket: s3.IBucket | None = None,
         extra_files: Mapping[str, str] | None = None,
         bucket_name: str | None = None,
@@ -125,7 +149,8 @@ class LifecycleScripts(Construct):
         directory = PACKAGED_SCRIPTS if directory is None else Path(directory)
         if not (directory / LIFECYCLE_ENTRY_SCRIPT).is_file():
             raise ValueError(f"{directory} has no {LIFECYCLE_ENTRY_SCRIPT}")
-        extra = dict(extra_files or {})
+        values, extra = _settings_and_files(settings, extra_files)
+        _check_settings_for(values, directory)
         for name in extra:
             if name == SETTINGS_FILE or "/" in name or name.startswith(".") or not name:
                 raise ValueError(
@@ -134,7 +159,7 @@ class LifecycleScripts(Construct):
             if (directory / name).exists():
                 raise ValueError(f"extra file {name!r} would replace {directory / name}")
         self.entry_script = LIFECYCLE_ENTRY_SCRIPT
-        self.hash = content_hash(directory, settings, extra)
+        self.hash = content_hash(directory, values, extra)
         self.prefix = lifecycle_prefix(self.hash)
         if access_logs_bucket is None:
             access_logs_bucket = access_log_bucket(
@@ -172,7 +197,7 @@ class LifecycleScripts(Construct):
             "Upload",
             sources=[
                 s3deploy.Source.asset(str(directory), exclude=UPLOAD_EXCLUDE),
-                s3deploy.Source.json_data(SETTINGS_FILE, dict(settings)),
+                s3deploy.Source.json_data(SETTINGS_FILE, values),
                 *(s3deploy.Source.data(name, content) for name, content in sorted(extra.items())),
             ],
             destination_bucket=self.bucket,

@@ -46,8 +46,10 @@ EARLY_CORE_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
-# How to install the kubectl layers: the library's `eks` extra (constructs/pyproject.toml).
-EKS_EXTRA_INSTALL = "pip install 'hyperpod-cdk[eks]'"
+# How to install the kubectl layers: the library's `eks` extra (constructs/pyproject.toml). The
+# package is not on PyPI (an unclaimed name there is no install hint): the wheel built from the
+# repository (docs/library.md), with the extra.
+EKS_EXTRA_INSTALL = "pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
 
 
 def kubectl_layer(

@@ -19,7 +19,7 @@ MakeClients = Callable[[str, str | None], ClientFactory]
 
 EXIT_UNUSABLE = 2
 # How these commands take a profile, in the line that says the credentials are missing.
-PROFILE_OPTION = "--profile NAME (make: OPS_ARGS='--profile NAME')"
+PROFILE_OPTION = "--profile NAME (make: PROFILE=NAME)"
 
 
 def run_command(
@@ -42,7 +42,11 @@ def run_command(
     parser = argparse.ArgumentParser(
         prog=f"python -m hyperpod_cdk.ops.{prog}", description=description
     )
-    parser.add_argument("config", help="the environment YAML file")
+    parser.add_argument(
+        "config",
+        help="the environment file: YAML, or the JSON a composed app writes with "
+        "hyperpod_cdk.NodeSettings.write_environment_file (docs/library.md)",
+    )
     parser.add_argument("--profile", default=None, help="AWS profile (default: the usual chain)")
     parser.add_argument(
         "--project-root",
