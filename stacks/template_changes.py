@@ -284,6 +284,16 @@ class _Comparison:
         return None
 
 
+# how much of a resource a deletion policy keeps when CloudFormation deletes it: a change to a
+# policy that keeps as much or more (Delete -> Retain) loses nothing; no policy keeps nothing
+# (the default of most types; the RDS types' Snapshot default counts as nothing, to be safe)
+_POLICY_KEEPS = {"Retain": 2, "RetainExceptOnCreate": 2, "Snapshot": 1, "Delete": 0}
+
+
+def _keeps(policy: Any) -> int:
+    return _POLICY_KEEPS.get(policy, 0) if isinstance(policy, str) else 0
+
+
 def replacement_findings(
     before: Templates,
     after: Templates,
@@ -311,7 +321,7 @@ def replacement_findings(
                 why = "; ".join(
                     f"{policy} changed: {resource.get(policy)} -> {new.get(policy)}"
                     for policy in ("DeletionPolicy", "UpdateReplacePolicy")
-                    if resource.get(policy) != new.get(policy)
+                    if _keeps(new.get(policy)) < _keeps(resource.get(policy))
                 )
             if why:
                 findings.append(Finding(stack, logical_id, resource["Type"], why))

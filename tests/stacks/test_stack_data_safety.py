@@ -8,6 +8,7 @@ property changes, directly or through what it references.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -619,6 +620,21 @@ def test_the_comparison_accepts_in_place_updates() -> None:
         env["env-cluster"]["Resources"]["Cluster"]["Properties"]["InstanceGroups"] = []
 
     assert replacement_findings(_environment(), _edit(grow_and_tag)) == []
+
+
+def test_a_policy_that_keeps_more_is_no_loss() -> None:
+    """Delete -> Retain (the accounting secret's fix, security review M3) keeps more than before:
+    not a finding; the reverse is (``retention dropped`` above)."""
+    before = _environment()
+    for resource in before["env-storage"]["Resources"].values():
+        resource["DeletionPolicy"] = resource["UpdateReplacePolicy"] = "Delete"
+    after = copy.deepcopy(before)
+    for resource in after["env-storage"]["Resources"].values():
+        resource["DeletionPolicy"] = resource["UpdateReplacePolicy"] = "Retain"
+    assert replacement_findings(before, after) == []
+    assert {f.problem for f in replacement_findings(after, before)} == {
+        "DeletionPolicy changed: Retain -> Delete; UpdateReplacePolicy changed: Retain -> Delete"
+    }
 
 
 def test_volatile_values_in_create_only_properties_are_reported() -> None:
