@@ -125,14 +125,17 @@ def test_execution_role_manages_network_interfaces(shipped) -> None:
         "ec2:CreateTags",
     }
     vpc = statements["ManageNodeInterfacesInVpc"]["Condition"]["ArnEquals"]["ec2:Vpc"]
-    # detaching (a replaced or removed node), scoped to interfaces and instances of this VPC
+    # detaching (a replaced or removed node): the interface in this VPC; the instance (which
+    # has no ec2:Vpc condition key) in a statement of its own
     detach = statements["DetachNodeInterfacesInVpc"]
     assert detach["Action"] == "ec2:DetachNetworkInterface"
     assert detach["Condition"] == {"ArnEquals": {"ec2:Vpc": vpc}}
     kinds = {
         join_parts(r)[-1].rsplit(":", 1)[-1] for r in as_list(shipped.resolve(detach["Resource"]))
     }
-    assert kinds == {"network-interface/*", "instance/*"}
+    assert kinds == {"network-interface/*"}
+    nodes = statements["DetachFromNodes"]
+    assert nodes["Action"] == "ec2:DetachNetworkInterface" and "Condition" not in nodes
     # tag-on-create stays apart: at CreateNetworkInterface the interface is not in the VPC yet
     assert statements["TagNewInterfaces"]["Condition"] == {
         "StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}
@@ -317,3 +320,59 @@ def test_an_ebs_key_alias_is_matched_by_the_keys_alias(build_variant) -> None:
 def test_no_key_grants_without_ebs_keys(build_variant) -> None:
     synth = build_variant({"cluster.instance_groups[2].ebs_kms_key_arn": None}, base="full")
     assert not [s for s in statements_of_role(synth) if s.startswith("GrantsForNodeVolumes")]
+
+
+def _ec2_condition_keys() -> dict[str, set[str]]:
+    """EC2 resource type -> its condition keys, from the Service Authorization Reference as
+    cfn-lint 1.58.0 ships it (cfnlint/data/AdditionalSpecs/Policies.json)."""
+    import json as _json
+
+    import cfnlint
+
+    data = Path(cfnlint.__file__).parent / "data" / "AdditionalSpecs" / "Policies.json"
+    ec2 = _json.loads(data.read_text(encoding="utf-8"))["ec2"]["Resources"]
+    return {name: set(spec.get("ConditionKeys", [])) for name, spec in ec2.items()}
+
+
+@pytest.mark.parametrize("path", shipped_params())
+def test_ec2_condition_keys_exist_on_every_resource_they_scope(path: Path, synthesized) -> None:
+    """A statement whose condition names an ``ec2:`` key denies every resource type that lacks
+    the key (ArnEquals on an absent key is false): ``ec2:Vpc`` on ``instance/*`` made the VPC CNI's
+    AttachNetworkInterface fail. Source: the Service Authorization Reference, as cfn-lint's
+    Policies.json holds it."""
+    import json as _json
+    import re as _re
+
+    keys = _ec2_condition_keys()
+    # keys of a resource type (ec2:Vpc, ec2:Subnet, ...); the rest are keys of the request
+    # (ec2:CreateAction of CreateTags), which hold whatever the resource
+    resource_keys = set().union(*keys.values())
+    synth = synthesized(path)
+    problems = []
+    for kind, template in synth.templates.items():
+        for logical_id, resource in template.get("Resources", {}).items():
+            documents = []
+            props = resource.get("Properties", {})
+            if resource["Type"] in ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy"):
+                documents.append(props.get("PolicyDocument", {}))
+            if resource["Type"] == "AWS::IAM::Role":
+                documents += [p.get("PolicyDocument", {}) for p in props.get("Policies", [])]
+            for document in documents:
+                for statement in as_list(document.get("Statement", [])):
+                    used = {
+                        key
+                        for operator in statement.get("Condition", {}).values()
+                        for key in operator
+                        if key.startswith("ec2:") and key in resource_keys
+                    }
+                    if not used:
+                        continue
+                    text = _json.dumps(statement.get("Resource", []))
+                    for resource_type in set(_re.findall(r":([a-z-]+)/\*", text)):
+                        missing = {k for k in used if k not in keys.get(resource_type, set())}
+                        if resource_type in keys and missing:
+                            problems.append(
+                                f"{kind}/{logical_id} {statement.get('Sid')}: {sorted(missing)} "
+                                f"is not a condition key of ec2 {resource_type}"
+                            )
+    assert not problems, "\n".join(problems)

@@ -142,12 +142,20 @@ class ExecutionRole(Construct):
             ),
             # HyperPod detaches a node's interfaces when it replaces or removes the node (AWS's
             # execution role templates grant it); the instance and the interface are both
-            # resources of the call, and both must be in this VPC
+            # resources of the call. ec2:Vpc is a condition key of the interface only (the
+            # Service Authorization Reference, as cfn-lint's Policies.json holds it): on the
+            # instance it is absent and ArnEquals would deny, so the instance has a statement of
+            # its own and the interface's statement keeps the call in this VPC
             iam.PolicyStatement(
                 sid="DetachNodeInterfacesInVpc",
                 actions=["ec2:DetachNetworkInterface"],
-                resources=[eni_arn, arn("instance")],
+                resources=[eni_arn],
                 conditions=in_vpc,
+            ),
+            iam.PolicyStatement(
+                sid="DetachFromNodes",
+                actions=["ec2:DetachNetworkInterface"],
+                resources=[arn("instance")],
             ),
             iam.PolicyStatement(
                 sid="TagNewInterfaces",
@@ -417,6 +425,13 @@ class ExecutionRole(Construct):
         def arn(resource: str) -> str:
             return stack.format_arn(service="ec2", resource=resource, resource_name="*")
 
+        in_vpc = {
+            "ArnEquals": {
+                "ec2:Vpc": stack.format_arn(
+                    service="ec2", resource="vpc", resource_name=self._vpc_id
+                )
+            }
+        }
         policy = iam.ManagedPolicy(
             scope or self,
             "EksNodePolicy",
@@ -432,9 +447,12 @@ class ExecutionRole(Construct):
                     ],
                     resources=["*"],
                 ),
-                # in this VPC only, as the modify below (security review L10: without it a pod
-                # with the node's credentials could attach another VPC's interface to a node or
-                # strip other workloads' addresses)
+                # interfaces in this VPC only, as the modify below (security review L10: without
+                # it a pod with the node's credentials could attach another VPC's interface to a
+                # node or strip other workloads' addresses). ec2:Vpc is a condition key of the
+                # interface, not of the instance (Service Authorization Reference, cfn-lint's
+                # Policies.json): the instance side of AttachNetworkInterface has its own
+                # statement, and the call still needs the interface's, in this VPC
                 iam.PolicyStatement(
                     sid="CniInterfaces",
                     actions=[
@@ -442,14 +460,13 @@ class ExecutionRole(Construct):
                         "ec2:AttachNetworkInterface",
                         "ec2:UnassignPrivateIpAddresses",
                     ],
-                    resources=[arn("instance"), arn("network-interface")],
-                    conditions={
-                        "ArnEquals": {
-                            "ec2:Vpc": stack.format_arn(
-                                service="ec2", resource="vpc", resource_name=self._vpc_id
-                            )
-                        }
-                    },
+                    resources=[arn("network-interface")],
+                    conditions=in_vpc,
+                ),
+                iam.PolicyStatement(
+                    sid="CniAttachToNodes",
+                    actions=["ec2:AttachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute"],
+                    resources=[arn("instance")],
                 ),
                 iam.PolicyStatement(
                     sid="CniTagInterfaces",
@@ -462,14 +479,8 @@ class ExecutionRole(Construct):
                 iam.PolicyStatement(
                     sid="CniModifyInterfacesInVpc",
                     actions=["ec2:ModifyNetworkInterfaceAttribute"],
-                    resources=[arn("network-interface"), arn("instance")],
-                    conditions={
-                        "ArnEquals": {
-                            "ec2:Vpc": stack.format_arn(
-                                service="ec2", resource="vpc", resource_name=self._vpc_id
-                            )
-                        }
-                    },
+                    resources=[arn("network-interface")],
+                    conditions=in_vpc,
                 ),
                 iam.PolicyStatement(
                     sid="PullImages",
