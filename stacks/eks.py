@@ -23,12 +23,12 @@ from aws_cdk import aws_eks_v2 as eks_v2
 from constructs import Construct
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.task_governance import namespace_of
 from hyperpod_cdk.config.observability import (
     metric_levels,
     metrics_provider,
     observability_settings,
 )
+from hyperpod_cdk.config.task_governance import namespace_of
 from hyperpod_cdk.eks.addons import (
     ENVIRONMENT_TAG,
     TASK_GOVERNANCE,
