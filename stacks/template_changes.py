@@ -37,6 +37,8 @@ STATEFUL_TYPES: dict[str, str] = {
     "AWS::SageMaker::Cluster": "the HyperPod cluster: its nodes and their local state",
     "AWS::Logs::LogGroup": "logs kept for audit (flow logs, handler logs)",
     "AWS::APS::Workspace": "the Prometheus metrics history of the observability add-on",
+    # security review L9: what people make in Grafana (dashboards, alerts, users) lives only there
+    "AWS::Grafana::Workspace": "the Grafana workspace: dashboards, alerts and users made in it",
 }
 
 # Resources that hold no data but whose replacement or deletion loses work in progress, for the

@@ -86,6 +86,23 @@ def test_lifecycle_scripts_outside_the_project_are_refused(check, tmp_path: Path
     assert_issue(issues, "cluster.lifecycle_scripts", "is outside the project")
 
 
+def test_the_packaged_scripts_are_not_outside_the_project(check, tmp_path: Path) -> None:
+    """A library app's default is the scripts of its installed hyperpod_cdk (site-packages),
+    outside its project: the product's own files, allowed. A look-alike folder is not."""
+    import hyperpod_cdk
+
+    packaged = Path(hyperpod_cdk.__file__).parent / "lifecycle_assets"
+    project = tmp_path / "project"
+    project.mkdir()
+    issues = check({"cluster.lifecycle_scripts": str(packaged)}, root=project)
+    assert not [i for i in issues if "cluster.lifecycle_scripts" in i], issues
+    fake = tmp_path / "elsewhere" / "hyperpod_cdk" / "lifecycle_assets"
+    fake.mkdir(parents=True)
+    (fake / "entrypoint.sh").write_text("#!/bin/bash\n")
+    issues = check({"cluster.lifecycle_scripts": str(fake)}, root=project)
+    assert_issue(issues, "cluster.lifecycle_scripts", "is outside the project")
+
+
 def test_dotfiles_and_key_files_are_never_uploaded(tmp_path: Path) -> None:
     scripts = tmp_path / "scripts"
     for name in ("entrypoint.sh", "lib/common.sh", ".env", ".env.local", ".git/config",

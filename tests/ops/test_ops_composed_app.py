@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from ops_testkit import StubbedAws, cluster_present
+from ops_testkit import StubbedAws, cluster_present, identity
 
 from hyperpod_cdk.config import load_environment
 from hyperpod_cdk.lifecycle_settings import build_node_settings
@@ -50,6 +50,8 @@ def test_status_of_a_composed_app_from_its_environment_file(
     tmp_path: Path, aws: StubbedAws, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = _environment_file(tmp_path)
+    # the file names its account: status first checks the credentials are of it (review L5)
+    identity(aws, "111122223333")
     cluster_present(aws, "shared-train", groups=[])
     aws.stub("sagemaker").add_response(
         "list_cluster_nodes", {"ClusterNodeSummaries": []}, {"ClusterName": "shared-train"}

@@ -153,7 +153,14 @@ def test_renaming_a_team_shows_its_quota_replaced(build_variant: Any, east: Any)
     quota = replaced[0]
     assert quota.stack == east.stack_name("eks-addons")
     assert "Applied" in quota.logical_id and "Product" in str(quota.new_logical_id)
-    assert {c.stack for c in changes} == {east.stack_name("eks-addons")}
+    # and the pod admission policy's binding follows the team's namespace, in place
+    assert {c.stack for c in changes} == {
+        east.stack_name("eks-addons"),
+        east.stack_name("eks-dependencies"),
+    }
+    assert {c.action for c in changes if c.stack == east.stack_name("eks-dependencies")} == {
+        "update"
+    }
     text = update_notes.render(changes, east.templates, renamed.templates, title="t")
     assert "REPLACE" in text and "LOSES: the team's quota" in text
 
@@ -282,6 +289,21 @@ def test_a_new_compute_subnet_reports_the_file_system_and_the_cluster_replaced(
     lost = text.splitlines()[-1]
     assert f"{full.stack_name('storage')}/FileSystem" in lost
     assert f"{full.stack_name('cluster')}/HyperPodCluster" in lost
+
+
+def test_turning_grafana_off_is_a_data_loss(build_variant: Any, full: Any) -> None:
+    """Security review L9: dashboards, alerts and users made in the Grafana workspace live only
+    there, so its deletion is named as data and trips --fail-on-data-loss and the deploy gate."""
+    after = build_variant({"observability.grafana": False}, base="full", nag=False)
+    changes_ = update_notes.notes(full.templates, after.templates, "us-west-2")
+    deleted = [c for c in changes_ if c.action == "delete" and c.resource_type == GRAFANA]
+    assert [c.stack for c in deleted] == [full.stack_name("metrics")], changes_
+    text = update_notes.render(changes_, full.templates, after.templates, title="t")
+    assert "DATA: the Grafana workspace" in text
+    assert f"{full.stack_name('metrics')}/{deleted[0].logical_id}" in text.splitlines()[-1]
+
+
+GRAFANA = "AWS::Grafana::Workspace"
 
 
 # -- per-item ids from what the item is (security review M7) -------------------------------------

@@ -693,6 +693,23 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
                 )
 
 
+# the scripts this package ships: a library app's default (build_node_settings), which lives in
+# site-packages, outside any project, and is the product's own, not a folder a user controls
+_PACKAGED_SCRIPTS = (Path(__file__).parent.parent / "lifecycle_assets").resolve()
+
+
+def _packaged_scripts(directory: Path) -> bool:
+    """``directory`` is the scripts folder of an installed ``hyperpod_cdk`` (this one, or the
+    one a library app synthesized with, whose environment file the ops commands read here)."""
+    package = directory.parent
+    return directory == _PACKAGED_SCRIPTS or (
+        directory.name == "lifecycle_assets"
+        and package.name == "hyperpod_cdk"
+        and (package / "__init__.py").is_file()
+        and (package / "lifecycle_settings.py").is_file()
+    )
+
+
 def _check_lifecycle_dir(cluster: ClusterConfig, project_root: Path, out: _Collector) -> None:
     path = "cluster.lifecycle_scripts"
     directory = (project_root / cluster.lifecycle_scripts).resolve()
@@ -700,7 +717,9 @@ def _check_lifecycle_dir(cluster: ClusterConfig, project_root: Path, out: _Colle
     # project (../outside, /elsewhere; security review L3). The path as written is checked: a
     # link the project itself holds may point where the project keeps its scripts.
     written = Path(os.path.normpath(project_root.absolute() / cluster.lifecycle_scripts))
-    if not written.is_relative_to(Path(os.path.normpath(project_root.absolute()))):
+    if not _packaged_scripts(directory) and not written.is_relative_to(
+        Path(os.path.normpath(project_root.absolute()))
+    ):
         out.error(
             path,
             f"{cluster.lifecycle_scripts!r} is outside the project ({written}); give a folder "
