@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -102,10 +103,12 @@ def validation_failure_line(error: BaseException) -> str | None:
     match = _VALIDATION_FAILED.match(str(error)) if isinstance(error, RuntimeError) else None
     if match is None:
         return None
+    # the CDK names the report relative to the working directory when that is shorter; the
+    # line names it whole, so it reads the same from wherever the app ran
+    report = os.path.abspath(match.group("report"))
     return (
-        "compliance packs: the findings above failed the synth (report: "
-        f"{match.group('report')}); fix each or acknowledge it with a reason "
-        "(hyperpod_cdk.acknowledge)"
+        f"compliance packs: the findings above failed the synth (report: {report}); fix each "
+        "or acknowledge it with a reason (hyperpod_cdk.acknowledge)"
     )
 
 

@@ -196,6 +196,24 @@ app.synth()
 """
 
 
+def test_the_one_line_names_the_report_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CDK names the report relative to the working directory when that is shorter
+    (``../pytest-of-root/...`` from a clone in /tmp): the line names it whole."""
+    from hyperpod_cdk.nag import validation_failure_line
+
+    monkeypatch.chdir(tmp_path)
+    error = RuntimeError(
+        "ValidationFailed: Validation failed. A copy of this report can be found in: "
+        "../elsewhere/cdk.out/validation-report.json"
+    )
+    line = validation_failure_line(error)
+    assert line is not None
+    assert f"(report: {tmp_path.parent}/elsewhere/cdk.out/validation-report.json)" in line
+    assert validation_failure_line(RuntimeError("something else")) is None
+
+
 def test_a_compliance_failure_is_the_findings_and_one_line(tmp_path: Path) -> None:
     program = NO_FLOW_LOGS.replace("OUTDIR", repr(str(tmp_path / "cdk.out")))
     done = subprocess.run(
