@@ -21,7 +21,8 @@ Offline, with no AWS account or credentials. Prints plain tables:
    config within 1.5x the floor. The median is the figure to quote; the min is the least noisy
    on a busy machine.
 2. **Tests**: the wall time of ``make test``'s pytest command,
-   ``.venv/bin/python -m pytest -n auto -q tests`` (target: under 3 minutes). ``--skip-tests``
+   ``.venv/bin/python -m pytest -n auto -q -m "not real_slurm" tests`` (the real Slurm tier is
+   ``make test-real``, apart; target: under 3 minutes). ``--skip-tests``
    leaves it out.
 3. **First deploy**: for every shipped config (config/default.yaml and config/examples/*.yaml,
    except pipeline files), the estimated deploy time of ``cdk deploy --all --concurrency N``
@@ -52,7 +53,7 @@ CDK = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
 PYTHON = PROJECT_ROOT / ".venv" / "bin" / "python"
 DEFAULT_CONFIG = "config/default.yaml"
 EKS_CONFIG = "config/examples/eks-full.yaml"
-TEST_COMMAND = [str(PYTHON), "-m", "pytest", "-n", "auto", "-q", "tests"]
+TEST_COMMAND = [str(PYTHON), "-m", "pytest", "-n", "auto", "-q", "-m", "not real_slurm", "tests"]
 
 SYNTH_TARGET = 1.5  # default synth within 1.5x the empty-app floor
 TEST_TARGET_SECONDS = 180.0
