@@ -33,7 +33,7 @@ VENV_PY := .venv/bin/python
 WITH_ENV := source scripts/env.sh &&
 CDK := $(WITH_ENV) cdk
 # before a cdk command that needs AWS: one clear line (and exit 2) when the credentials cannot be used
-CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.credentials
+CREDENTIALS := $(WITH_ENV) $(VENV_PY) -m hyperpod_ops.credentials
 
 .PHONY: help bootstrap bootstrap-python bootstrap-node bootstrap-checkov synth test test-real validate deploy \
         diff destroy update-snapshots lint format checkov constraints constraints-checkov clean \
@@ -89,19 +89,19 @@ destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are reta
 	@$(CDK) destroy --all -c config="$(CONFIG)" $(CDK_ARGS)
 
 preflight: bootstrap-python ## read-only checks of the target account for CONFIG (needs AWS credentials)
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.preflight "$(CONFIG)" $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.preflight "$(CONFIG)" $(OPS_ARGS)
 
 migrate-eks-dependencies: bootstrap-python ## before the first deploy of an EKS environment whose dependencies were raw manifests
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.migrate "$(CONFIG)" $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.migrate "$(CONFIG)" $(OPS_ARGS)
 
 status: bootstrap-python ## the deployed cluster of CONFIG: state, groups, failed nodes, logs, how to reach it
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.status "$(CONFIG)" $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.status "$(CONFIG)" $(OPS_ARGS)
 
 sync-users: bootstrap-python ## apply CONFIG's users file to every running node of the deployed Slurm cluster (SSM; OPS_ARGS='--dry-run')
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.sync_users "$(CONFIG)" $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.sync_users "$(CONFIG)" $(OPS_ARGS)
 
 verify: bootstrap-python ## prove the deployed environment of CONFIG works: nodes, EFA, NCCL, FSx, S3 links, accounting (CHECKS=a,b; OPS_ARGS='--json')
-	@$(WITH_ENV) $(VENV_PY) -m hyperpod_cdk.ops.verify "$(CONFIG)" $(if $(CHECKS),--checks "$(CHECKS)") $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.verify "$(CONFIG)" $(if $(CHECKS),--checks "$(CHECKS)") $(OPS_ARGS)
 
 bench: bootstrap ## synth, test-suite and first-deploy critical-path figures (BENCH_ARGS='--skip-tests')
 	@$(WITH_ENV) $(VENV_PY) scripts/bench.py $(BENCH_ARGS)
@@ -121,7 +121,7 @@ update-snapshots: bootstrap ## regenerate the syrupy snapshots
 lint: bootstrap-python ## ruff check, ruff format --check, mypy
 	@$(VENV_PY) -m ruff check .
 	@$(VENV_PY) -m ruff format --check .
-	@$(VENV_PY) -m mypy constructs/hyperpod_cdk
+	@$(VENV_PY) -m mypy constructs/hyperpod_cdk tools/hyperpod_ops
 
 format: bootstrap-python ## ruff format + ruff check --fix
 	@$(VENV_PY) -m ruff format .

@@ -33,10 +33,10 @@ run() {
 
 python_key() {
   {
-    cat requirements.txt requirements-dev.txt constraints.txt constructs/pyproject.toml
+    cat requirements.txt requirements-dev.txt constraints.txt constructs/pyproject.toml tools/pyproject.toml
     cat scripts/deploy_tools.py
     # the editable install only maps packages that exist when it runs: redo it when one appears
-    ls -d constructs/hyperpod_cdk*/__init__.py 2>/dev/null || true
+    ls -d constructs/hyperpod_cdk*/__init__.py tools/hyperpod_ops*/__init__.py 2>/dev/null || true
   } | sha256sum | cut -d' ' -f1
 }
 

@@ -43,7 +43,7 @@ from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen  # noqa: E402
 from pydantic import BaseModel, StringConstraints  # noqa: E402
 from pydantic.fields import FieldInfo  # noqa: E402
 
-from hyperpod_cdk.config import facts  # noqa: E402
+from hyperpod_cdk import facts  # noqa: E402
 from hyperpod_cdk.config.models import (  # noqa: E402
     PATTERN_HINTS,
     EnvironmentConfig,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""``make lifecycle-dry-run``: the library's dry run (``python -m hyperpod_cdk.lifecycle_dry_run``,
+"""``make lifecycle-dry-run``: the library's dry run (``python -m hyperpod_cdk.lifecycle.dry_run``,
 which ships in the wheel) with this repository's root as the project root.
 
 The tests import this module as ``dry``: every name of the package is here, and PROJECT_ROOT.
@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from hyperpod_cdk import lifecycle_dry_run as _package
-from hyperpod_cdk.lifecycle_dry_run import *  # noqa: F403
-from hyperpod_cdk.lifecycle_dry_run import (  # noqa: F401
+from hyperpod_cdk.lifecycle import dry_run as _package
+from hyperpod_cdk.lifecycle.dry_run import *  # noqa: F403
+from hyperpod_cdk.lifecycle.dry_run import (  # noqa: F401
     DEFAULT_CONFIG,
     ENTRY_SCRIPT,
     FAKE_NODE,
@@ -38,7 +38,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 def from_config(
     node: str, config_path: Path, group: str | None = None, project_root: Path = PROJECT_ROOT
 ) -> Any:
-    """:func:`hyperpod_cdk.lifecycle_dry_run.from_config`, relative to this repository."""
+    """:func:`hyperpod_cdk.lifecycle.dry_run.from_config`, relative to this repository."""
     return _package.from_config(node, config_path, group, project_root)
 
 

@@ -11,7 +11,7 @@ the CloudFormation framework, and never reaches the network: no platform downloa
 (``--skip-download``, ``BC_SKIP_MAPPING``) and no check for a newer checkov
 (``CKV_SKIP_PACKAGE_UPDATE_CHECK``). Only the ``*.template.json`` files are named, so the
 asset directories (Lambda code, lifecycle scripts) are not parsed. Nothing is skipped on the
-command line: skips live in the resources' metadata (``hyperpod_cdk.checkov_skips``). So that
+command line: skips live in the resources' metadata (``hyperpod_cdk.compliance.checkov_skips``). So that
 no setting from outside creeps in, checkov's own environment variables (``CKV_SKIP_CHECK``...)
 are dropped and it runs in the assembly directory with HOME there too, where it finds no
 ``.checkov.yaml``.

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 
+from hyperpod_cdk.compliance.nag import register_compliance_packs
 from hyperpod_cdk.config import EnvironmentConfig, PipelineFileConfig
 from hyperpod_cdk.config.pipeline import LoadedStage
-from hyperpod_cdk.nag import register_compliance_packs
 from stacks.environment import DESTROY_CONTEXT_FLAG, EnvironmentStacks, build_environment
 
 if TYPE_CHECKING:

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Any
 
 from hyperpod_cdk.config import ConfigError, PipelineFileConfig
 from hyperpod_cdk.config.loader import load_file
-from hyperpod_cdk.ops import credentials
-from hyperpod_cdk.ops.aws import (
+from hyperpod_ops import credentials
+from hyperpod_ops.aws import (
     MAX_ATTEMPTS,
     THROTTLING_ERROR_CODES,
     describe_error,
@@ -55,7 +55,7 @@ from hyperpod_cdk.ops.aws import (
     throttled_reason,
     unavailable_reason,
 )
-from hyperpod_cdk.ops.deploy_target import DEFAULT_QUALIFIER, QUALIFIER_CONTEXT_KEY
+from hyperpod_ops.deploy_target import DEFAULT_QUALIFIER, QUALIFIER_CONTEXT_KEY
 from stacks.template_changes import ResourceChange, Templates
 from stacks.update_notes import DATA_LOSS_EXIT, notes, render
 
@@ -87,7 +87,7 @@ THROTTLE_BACKOFF = (2.0, 4.0, 8.0, 16.0)
 # aws/aws-cdk packages/aws-cdk/lib/api/bootstrap/bootstrap-template.yaml (LookupRole).
 LOOKUP_ROLE_NAME = "cdk-{qualifier}-lookup-role-{account}-{region}"
 
-# Builds the clients of a region (and optional profile): hyperpod_cdk.ops.aws.session_clients.
+# Builds the clients of a region (and optional profile): hyperpod_ops.aws.session_clients.
 MakeClients = Callable[[str, str | None], Callable[[str], Any]]
 Sleep = Callable[[float], None]
 # The client factory of a region with an assumed role's credentials: (base clients, role, region).

@@ -45,17 +45,16 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.alerts.construct import HyperPodAlerts, HyperPodRollbackAlarms
-from hyperpod_cdk.checkov_skips import FrameworkCheckovSkips
 from hyperpod_cdk.cluster import (
     AccountingDatabaseRef,
     HyperPodCluster,
     LifecycleRef,
     LifecycleScripts,
 )
-from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT, lifecycle_bucket_name
+from hyperpod_cdk.compliance.checkov_skips import FrameworkCheckovSkips
+from hyperpod_cdk.compliance.nag import acknowledge
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.alerts import all_rollback_alarm_names, auto_rollback_groups
-from hyperpod_cdk.config.facts import closed_network_endpoints
 from hyperpod_cdk.config.node_setup import exporter_images, lifecycle_extra_files
 from hyperpod_cdk.config.observability import (
     extension_version,
@@ -63,10 +62,11 @@ from hyperpod_cdk.config.observability import (
     metrics_provider,
     observability_settings,
 )
+from hyperpod_cdk.facts import closed_network_endpoints
 from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
-from hyperpod_cdk.lifecycle_settings import node_settings
+from hyperpod_cdk.lifecycle.scripts import LIFECYCLE_ROOT, lifecycle_bucket_name
+from hyperpod_cdk.lifecycle.settings import node_settings
 from hyperpod_cdk.log_encryption import EncryptLogGroups
-from hyperpod_cdk.nag import acknowledge
 from hyperpod_cdk.network import HyperPodNetwork
 from hyperpod_cdk.observability.grafana import HyperPodGrafana
 from hyperpod_cdk.observability.metrics import HyperPodMetrics

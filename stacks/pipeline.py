@@ -28,16 +28,16 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import pipelines
 from constructs import Construct, IConstruct
 
-from hyperpod_cdk.compliance import HIPAA, NIST, PCI, acknowledge_controls
-from hyperpod_cdk.config import EnvironmentConfig, PipelineFileConfig
-from hyperpod_cdk.config.pipeline import LoadedStage, pipeline_stack_id
-from hyperpod_cdk.nag import (
+from hyperpod_cdk.compliance.nag import (
     acknowledge,
     nag_account,
     nag_partition,
     nag_ref,
     write_acknowledgments_to_templates,
 )
+from hyperpod_cdk.compliance.packs import HIPAA, NIST, PCI, acknowledge_controls
+from hyperpod_cdk.config import EnvironmentConfig, PipelineFileConfig
+from hyperpod_cdk.config.pipeline import LoadedStage, pipeline_stack_id
 from stacks.base import apply_account_settings, output
 from stacks.environment import EnvironmentStacks, build_environment
 

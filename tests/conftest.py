@@ -238,8 +238,8 @@ def _raise_or_return(cached: Synth | AssertionError) -> Synth:
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str | Path], Synth]:
     """``synthesized("full")`` (or a path): that shipped config, synthesized once per worker,
     with every compliance pack registered (AwsSolutions, NIST 800-53 R5, HIPAA, PCI DSS 3.2.1)."""
+    from hyperpod_cdk.compliance.nag import PACKS
     from hyperpod_cdk.config import load_environment
-    from hyperpod_cdk.nag import PACKS
 
     cache: dict[Path, Synth | AssertionError] = {}
 

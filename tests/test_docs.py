@@ -451,7 +451,7 @@ def test_evidence_rows_are_complete(evidence: list[dict[str, str]]) -> None:
 
 
 def test_every_fact_the_code_marks_has_its_row(evidence: list[dict[str, str]]) -> None:
-    """A fact a module marks ASSUMED / INFERRED / UNCONFIRMED (config/facts.py's exporter
+    """A fact a module marks ASSUMED / INFERRED / UNCONFIRMED (facts/__init__.py's exporter
     registries, the alert rules' Slurm levels, the log bridge's Slurm shapes, ...) has a row
     naming its module and table, with status inferred or unconfirmed; extra rows are fine."""
     marks = [m for path in FACT_MODULES for m in marked_facts(path, path.read_text("utf-8"))]
@@ -465,16 +465,16 @@ def test_every_fact_the_code_marks_has_its_row(evidence: list[dict[str, str]]) -
 def test_a_newly_marked_table_without_a_row_fails() -> None:
     """The check itself: a table marked in a module the ledger does not name is reported, and
     a row that names it (inferred) settles the report; a 'documented' row does not."""
-    module = ROOT / "constructs" / "hyperpod_cdk" / "config" / "facts.py"
+    module = ROOT / "constructs" / "hyperpod_cdk" / "facts" / "__init__.py"
     text = "# Where X lives. INFERRED from a sample.\nNEW_TABLE_AS_OF = '2026'\nNEW_TABLE = {}\n"
     marks = marked_facts(module, text)
-    assert marks == [("constructs/hyperpod_cdk/config/facts.py", "NEW_TABLE", 1)]
+    assert marks == [("constructs/hyperpod_cdk/facts/__init__.py", "NEW_TABLE", 1)]
     assert unrecorded(marks, []) == [
-        "constructs/hyperpod_cdk/config/facts.py:1 (NEW_TABLE): no row in docs/evidence.md names it"
+        "constructs/hyperpod_cdk/facts/__init__.py:1 (NEW_TABLE): no row in docs/evidence.md names it"
     ]
     row = evidence_rows(
         f"{EVIDENCE_HEADER}\n|---|---|---|---|---|\n"
-        "| X | `config/facts.py` (`NEW_TABLE`) | a sample (2026-11-27) | inferred | - |\n"
+        "| X | `facts/__init__.py` (`NEW_TABLE`) | a sample (2026-11-27) | inferred | - |\n"
     )
     assert unrecorded(marks, row) == []
     row[0]["status"] = "documented"

@@ -53,10 +53,10 @@ _EXPORTS = {
     "LifecycleRef": "hyperpod_cdk.cluster",
     "LifecycleScripts": "hyperpod_cdk.cluster",
     "SlurmAccountingDatabase": "hyperpod_cdk.cluster",
-    "node_settings": "hyperpod_cdk.lifecycle_settings",
-    "build_node_settings": "hyperpod_cdk.lifecycle_settings",
-    "NodeSettings": "hyperpod_cdk.lifecycle_settings",
-    "SettingsError": "hyperpod_cdk.lifecycle_settings",
+    "node_settings": "hyperpod_cdk.lifecycle.settings",
+    "build_node_settings": "hyperpod_cdk.lifecycle.settings",
+    "NodeSettings": "hyperpod_cdk.lifecycle.settings",
+    "SettingsError": "hyperpod_cdk.lifecycle.settings",
     # EKS orchestration
     "AdoptedEksCluster": "hyperpod_cdk.eks.cluster",
     "HyperPodDependencies": "hyperpod_cdk.eks.dependencies",
@@ -72,9 +72,9 @@ _EXPORTS = {
     # the CDK feature flags the constructs are tested with
     "recommended_context": "hyperpod_cdk.context",
     # compliance
-    "HyperPodChecks": "hyperpod_cdk.checks",
-    "acknowledge": "hyperpod_cdk.nag",
-    "register_compliance_packs": "hyperpod_cdk.nag",
+    "HyperPodChecks": "hyperpod_cdk.compliance",
+    "acknowledge": "hyperpod_cdk.compliance.nag",
+    "register_compliance_packs": "hyperpod_cdk.compliance.nag",
     # config: models
     "AlertsConfig": "hyperpod_cdk.config.alerts",
     "AutoPatch": "hyperpod_cdk.config",
@@ -177,7 +177,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from hyperpod_cdk.alerts.construct import HyperPodAlerts, HyperPodRollbackAlarms
-    from hyperpod_cdk.checks import HyperPodChecks
     from hyperpod_cdk.cluster import (
         AccountingDatabaseRef,
         HyperPodCluster,
@@ -185,6 +184,8 @@ if TYPE_CHECKING:
         LifecycleScripts,
         SlurmAccountingDatabase,
     )
+    from hyperpod_cdk.compliance import HyperPodChecks
+    from hyperpod_cdk.compliance.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.config import (
         AutoPatch,
         ClusterConfig,
@@ -223,14 +224,13 @@ if TYPE_CHECKING:
     from hyperpod_cdk.eks.node_wait import HyperPodNodeWait
     from hyperpod_cdk.iam import ClusterAutoScalingRole, ExecutionRole
     from hyperpod_cdk.iam.aspects import RolePath
-    from hyperpod_cdk.lifecycle_settings import (
+    from hyperpod_cdk.lifecycle.settings import (
         NodeSettings,
         SettingsError,
         build_node_settings,
         node_settings,
     )
     from hyperpod_cdk.log_encryption import EncryptLogGroups, LogsKey
-    from hyperpod_cdk.nag import acknowledge, register_compliance_packs
     from hyperpod_cdk.network import EfaSecurityGroup, HyperPodNetwork
     from hyperpod_cdk.storage import (
         DataBucket,

@@ -8,8 +8,8 @@ EKS cluster. The EKS cluster's authentication mode must allow access entries (AP
 API_AND_CONFIG_MAP); preflight checks it. Needs the library's ``eks`` extra.
 
     cdk synth --app "python eks_adopted_cluster.py"      # no AWS credentials needed
-    python -m hyperpod_cdk.lifecycle_dry_run eks --assembly cdk.out
-    python -m hyperpod_cdk.ops.preflight cdk.out/hyperpod-environment.json
+    python -m hyperpod_cdk.lifecycle.dry_run eks --assembly cdk.out
+    python -m hyperpod_ops.preflight cdk.out/hyperpod-environment.json
 """
 
 import sys

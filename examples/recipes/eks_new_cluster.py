@@ -10,7 +10,7 @@ driver, observability, after ``HyperPodNodeWait``) come after the HyperPod clust
 this repository shows them (stacks/eks.py).
 
     cdk synth --app "python eks_new_cluster.py"      # no AWS credentials needed
-    python -m hyperpod_cdk.lifecycle_dry_run eks --assembly cdk.out
+    python -m hyperpod_cdk.lifecycle.dry_run eks --assembly cdk.out
 """
 
 import sys

@@ -8,8 +8,8 @@ at boot (the execution role may ec2:DescribeSubnets); give ``ipv4_cidr_block=`` 
 must allow all traffic from and to itself (EFA).
 
     cdk synth --app "python slurm_existing_vpc.py"      # no AWS credentials needed
-    python -m hyperpod_cdk.lifecycle_dry_run compute --assembly cdk.out
-    python -m hyperpod_cdk.ops.preflight cdk.out/hyperpod-environment.json   # checks the VPC, subnet
+    python -m hyperpod_cdk.lifecycle.dry_run compute --assembly cdk.out
+    python -m hyperpod_ops.preflight cdk.out/hyperpod-environment.json   # checks the VPC, subnet
 """
 
 import sys

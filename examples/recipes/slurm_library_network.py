@@ -3,8 +3,8 @@
 with its HyperPod subnet, NAT, S3 endpoint, flow logs and the EFA security group).
 
     cdk synth --app "python slurm_library_network.py"      # no AWS credentials needed
-    python -m hyperpod_cdk.lifecycle_dry_run compute --assembly cdk.out
-    python -m hyperpod_cdk.ops.status cdk.out/hyperpod-environment.json   # after the deploy
+    python -m hyperpod_cdk.lifecycle.dry_run compute --assembly cdk.out
+    python -m hyperpod_ops.status cdk.out/hyperpod-environment.json   # after the deploy
 """
 
 import sys

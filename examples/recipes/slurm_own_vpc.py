@@ -10,7 +10,7 @@ What a VPC of your own needs so that this synthesizes offline and passes the Aws
 - the EFA security group of the library for the nodes and the file system.
 
     cdk synth --app "python slurm_own_vpc.py"      # no AWS credentials needed
-    python -m hyperpod_cdk.lifecycle_dry_run compute --assembly cdk.out
+    python -m hyperpod_cdk.lifecycle.dry_run compute --assembly cdk.out
 """
 
 import sys

@@ -19,7 +19,7 @@ from typing import Any
 import aws_cdk as cdk
 from cdk_nag import NagRuleCompliance
 
-from hyperpod_cdk.checks import AppModel, HyperPodChecks, HyperPodRule
+from hyperpod_cdk.compliance import AppModel, HyperPodChecks, HyperPodRule
 
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
 COMPLIANT = NagRuleCompliance.COMPLIANT

@@ -16,7 +16,7 @@ from checks_testkit import (
     stack,
 )
 
-from hyperpod_cdk.checks.rules import DATA_RETAINED
+from hyperpod_cdk.compliance.rules import DATA_RETAINED
 
 
 def test_retained_file_system_and_bucket_comply() -> None:
@@ -102,7 +102,7 @@ def test_buckets_the_app_refills_are_not_data_but_data_access_logs_are() -> None
 
 def test_an_acknowledged_destroy_passes() -> None:
     # what the app does for `removal_policy: destroy` with `-c destroy_data=true`
-    from hyperpod_cdk.nag import acknowledge
+    from hyperpod_cdk.compliance.nag import acknowledge
 
     app = new_app()
     storage = stack(app, "storage")

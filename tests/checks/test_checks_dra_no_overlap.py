@@ -18,8 +18,8 @@ from checks_testkit import (
     stack,
 )
 
-from hyperpod_cdk.checks.rules import DRA_NO_OVERLAP
-from hyperpod_cdk.checks.rules.dra_no_overlap import overlap, segments
+from hyperpod_cdk.compliance.rules import DRA_NO_OVERLAP
+from hyperpod_cdk.compliance.rules.dra_no_overlap import overlap, segments
 
 ASSOCIATION = "AWS::FSx::DataRepositoryAssociation"
 

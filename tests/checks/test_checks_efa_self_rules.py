@@ -17,8 +17,8 @@ from checks_testkit import (
     stack,
 )
 
-from hyperpod_cdk.checks import AppModel
-from hyperpod_cdk.checks.rules import EFA_SELF_RULES
+from hyperpod_cdk.compliance import AppModel
+from hyperpod_cdk.compliance.rules import EFA_SELF_RULES
 
 SG = "AWS::EC2::SecurityGroup"
 

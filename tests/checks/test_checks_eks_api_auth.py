@@ -6,8 +6,8 @@ import pytest
 from checks_testkit import COMPLIANT, NON_COMPLIANT, NOT_APPLICABLE
 from eks_testkit import eks_cluster
 
-from hyperpod_cdk.checks import AppModel
-from hyperpod_cdk.checks.rules import EKS_API_AUTH
+from hyperpod_cdk.compliance import AppModel
+from hyperpod_cdk.compliance.rules import EKS_API_AUTH
 
 
 def test_api_mode_complies() -> None:

@@ -6,7 +6,7 @@ import pytest
 from checks_testkit import COMPLIANT, NON_COMPLIANT
 from eks_testkit import AUDIT_LOGS, eks_cluster
 
-from hyperpod_cdk.checks.rules import EKS_LOGGING
+from hyperpod_cdk.compliance.rules import EKS_LOGGING
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from checks_testkit import COMPLIANT, NON_COMPLIANT
 from eks_testkit import eks_cluster
 
-from hyperpod_cdk.checks.rules import EKS_API_AUTH, EKS_LOGGING, EKS_PRIVATE_ENDPOINT
+from hyperpod_cdk.compliance.rules import EKS_API_AUTH, EKS_LOGGING, EKS_PRIVATE_ENDPOINT
 
 SUBNETS = {"SubnetIds": ["subnet-1", "subnet-2"]}
 

@@ -17,7 +17,7 @@ from checks_testkit import (
     stack,
 )
 
-from hyperpod_cdk.checks.rules import FSX_CLUSTER_AZ
+from hyperpod_cdk.compliance.rules import FSX_CLUSTER_AZ
 
 
 def subnet(scope: cdk.Stack, name: str, **placement: str) -> cdk.CfnResource:

@@ -18,8 +18,8 @@ from checks_testkit import (
     stack,
 )
 
-from hyperpod_cdk.checks.rules import LIFECYCLE_READABLE
-from hyperpod_cdk.checks.rules.lifecycle_readable import split_s3_uri
+from hyperpod_cdk.compliance.rules import LIFECYCLE_READABLE
+from hyperpod_cdk.compliance.rules.lifecycle_readable import split_s3_uri
 
 PREFIX = "lifecycle/0123456789abcdef0123/"
 TRUST = {

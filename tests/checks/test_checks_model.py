@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from hyperpod_cdk.checks import AppModel, Ref, Value
-from hyperpod_cdk.checks.iam import allows, wildcard_match
-from hyperpod_cdk.checks.model import PARTITION
+from hyperpod_cdk.compliance import AppModel, Ref, Value
+from hyperpod_cdk.compliance.iam import allows, wildcard_match
+from hyperpod_cdk.compliance.model import PARTITION
 
 NETWORK = {
     "Resources": {

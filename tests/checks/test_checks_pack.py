@@ -12,8 +12,8 @@ import aws_cdk as cdk
 import pytest
 from checks_testkit import COMPLIANT, check, new_app, report_findings, resource, retain, stack
 
-from hyperpod_cdk.checks import PACK_NAME, RULES, AppModel, HyperPodChecks
-from hyperpod_cdk.checks.rules import (
+from hyperpod_cdk.compliance import PACK_NAME, RULES, AppModel, HyperPodChecks
+from hyperpod_cdk.compliance.rules import (
     DATA_RETAINED,
     DRA_NO_OVERLAP,
     EFA_SELF_RULES,
@@ -61,7 +61,7 @@ def test_a_finding_inside_a_stage_is_reported() -> None:
 
 
 def test_an_acknowledgment_names_the_rule_id_and_covers_the_constructs_below() -> None:
-    from hyperpod_cdk.nag import acknowledge
+    from hyperpod_cdk.compliance.nag import acknowledge
 
     app = new_app()
     storage = stack(app, "storage")

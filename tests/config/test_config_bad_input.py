@@ -24,7 +24,8 @@ from config_testkit import REPO, build
 from pipeline_config_testkit import project, stage_env, write_pipeline
 from pydantic import BaseModel
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, PipelineFileConfig, facts, validate
+from hyperpod_cdk import facts
+from hyperpod_cdk.config import ConfigError, EnvironmentConfig, PipelineFileConfig, validate
 from hyperpod_cdk.config.__main__ import main
 from hyperpod_cdk.config.loader import load_file
 from hyperpod_cdk.config.models import WHOLE_NUMBER

@@ -1,5 +1,5 @@
 """An EKS group whose instance type the dependency chart's lists miss is a warning with the
-reason and the key that adds it (config/chart_instance_types.py; the facts are config/facts.py,
+reason and the key that adds it (config/chart_instance_types.py; the facts are facts/__init__.py,
 tied to the chart in tests/eks/test_chart_instance_types.py)."""
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from config_testkit import assert_issue, build
 
 from hyperpod_cdk.config import ConfigError, EnvironmentConfig, Issue, validate
 from hyperpod_cdk.config.node_setup import Directory, DirectoryAllowedGroups
-from hyperpod_cdk.lifecycle_settings import node_settings
+from hyperpod_cdk.lifecycle.settings import node_settings
 
 NS = "cluster.node_setup"
 DIR = f"{NS}.directory"

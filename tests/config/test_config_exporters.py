@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 from config_testkit import assert_issue, build
 
-from hyperpod_cdk.config import ConfigError, EnvironmentConfig, Issue, facts, validate
+from hyperpod_cdk import facts
+from hyperpod_cdk.config import ConfigError, EnvironmentConfig, Issue, validate
 from hyperpod_cdk.config.node_setup import ExporterImage, exporter_images
-from hyperpod_cdk.lifecycle_settings import node_settings
+from hyperpod_cdk.lifecycle.settings import node_settings
 
 EXP = "cluster.node_setup.exporters"
 ON = {f"{EXP}.node": True, f"{EXP}.dcgm": True}

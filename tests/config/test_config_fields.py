@@ -444,7 +444,7 @@ def test_partition_names_follow_the_cloudformation_schema() -> None:
 
     import cfnlint
 
-    from hyperpod_cdk.config import facts
+    from hyperpod_cdk import facts
 
     schemas = Path(cfnlint.__file__).parent / "data" / "schemas"
     providers = json.loads((schemas / "providers" / "us-east-1.json").read_text())

@@ -252,7 +252,7 @@ def test_some_mutants_stay_valid(tmp_path: Path) -> None:
 
 def test_valid_mutants_synthesize(tmp_path: Path) -> None:
     """A sample of the valid mutants synthesizes, clean under every compliance pack."""
-    from hyperpod_cdk.nag import PACKS
+    from hyperpod_cdk.compliance.nag import PACKS
     from stacks.app_builder import build_app, new_app
 
     for seed, m, config in _valid_mutants(2, tmp_path):

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from config_testkit import assert_issue, config, errors, issues, warnings
 
-from hyperpod_cdk.config.facts import GRAFANA_REGIONS
 from hyperpod_cdk.config.observability import (
     EKS_CATEGORIES,
     EKS_ONLY_CATEGORIES,
@@ -22,6 +21,7 @@ from hyperpod_cdk.config.observability import (
     metric_levels,
     observability_settings,
 )
+from hyperpod_cdk.facts import GRAFANA_REGIONS
 
 CONTINUOUS = {"cluster.node_provisioning_mode": "Continuous"}  # the default, said here
 ON = {**CONTINUOUS, "observability": {"enabled": True}}

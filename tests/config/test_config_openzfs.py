@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from config_testkit import assert_issue, build
 
-from hyperpod_cdk.config import EnvironmentConfig, facts
+from hyperpod_cdk import facts
+from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.storage import OpenZfsConfig, shared_homes_directory
 
 Z = "storage.openzfs"

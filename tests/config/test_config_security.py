@@ -13,7 +13,7 @@ import yaml
 from config_testkit import REPO, assert_issue, build
 
 from hyperpod_cdk.config.models import is_system_directory
-from hyperpod_cdk.lifecycle_prefix import UPLOAD_EXCLUDE, lifecycle_files
+from hyperpod_cdk.lifecycle.prefix import UPLOAD_EXCLUDE, lifecycle_files
 
 EKS_PUBLIC = {"eks.endpoint_access": "public"}
 
@@ -91,12 +91,12 @@ def test_the_packaged_scripts_are_not_outside_the_project(check, tmp_path: Path)
     outside its project: the product's own files, allowed. A look-alike folder is not."""
     import hyperpod_cdk
 
-    packaged = Path(hyperpod_cdk.__file__).parent / "lifecycle_assets"
+    packaged = Path(hyperpod_cdk.__file__).parent / "lifecycle" / "assets"
     project = tmp_path / "project"
     project.mkdir()
     issues = check({"cluster.lifecycle_scripts": str(packaged)}, root=project)
-    assert not [i for i in issues if "cluster.lifecycle_scripts" in i], issues
-    fake = tmp_path / "elsewhere" / "hyperpod_cdk" / "lifecycle_assets"
+    assert not [i for i in issues if "cluster.lifecycle_scripts" in str(i)], issues
+    fake = tmp_path / "elsewhere" / "hyperpod_cdk" / "lifecycle" / "assets"
     fake.mkdir(parents=True)
     (fake / "entrypoint.sh").write_text("#!/bin/bash\n")
     issues = check({"cluster.lifecycle_scripts": str(fake)}, root=project)
@@ -117,9 +117,9 @@ def test_dotfiles_and_key_files_are_never_uploaded(tmp_path: Path) -> None:
 
 
 def test_the_upload_excludes_what_the_hash_leaves_out() -> None:
-    """The asset upload takes UPLOAD_EXCLUDE (cluster/lifecycle.py), the prefix hash
+    """The asset upload takes UPLOAD_EXCLUDE (lifecycle/scripts.py), the prefix hash
     lifecycle_files: both from lifecycle_prefix."""
-    text = (REPO / "constructs/hyperpod_cdk/cluster/lifecycle.py").read_text()
+    text = (REPO / "constructs/hyperpod_cdk/lifecycle/scripts.py").read_text()
     assert "exclude=UPLOAD_EXCLUDE" in text
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from hyperpod_cdk.eks.chart import CHART_DIR
+from hyperpod_cdk.facts.chart import CHART_DIR
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = PROJECT_ROOT / ".venv" / "deploy-tools"
@@ -134,7 +134,7 @@ def render_result(
 
 def all_on(region: str = "us-west-2", **extra: Any) -> dict[str, Any]:
     """Values with every component on."""
-    from hyperpod_cdk.eks.chart import COMPONENT_VALUES
+    from hyperpod_cdk.facts.chart import COMPONENT_VALUES
 
     return {
         "region": region,

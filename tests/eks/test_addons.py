@@ -19,10 +19,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Match, Template
 from support.assembly import acknowledgments
 
+from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, register_compliance_packs
 from hyperpod_cdk.config.models import EksAddons
 from hyperpod_cdk.eks.addons import HyperPodEksAddons
-from hyperpod_cdk.eks.versions import addon_version
-from hyperpod_cdk.nag import MIN_REASON_LENGTH, register_compliance_packs
+from hyperpod_cdk.facts.versions import addon_version
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

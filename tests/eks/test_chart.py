@@ -23,7 +23,7 @@ from chart_testkit import (
 from stack_testkit import EKS_CONFIGS, config_id
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from hyperpod_cdk.eks import chart
+from hyperpod_cdk.facts import chart
 
 EKS = [pytest.param(p, id=config_id(p)) for p in EKS_CONFIGS]
 HEALTH_TAINT = "sagemaker.amazonaws.com/node-health-status"

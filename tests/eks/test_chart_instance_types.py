@@ -1,7 +1,7 @@
-"""The config's instance facts (config/facts.py) and the dependency chart's instance-type lists
+"""The config's instance facts (facts/__init__.py) and the dependency chart's instance-type lists
 (eks/charts/hyperpod-cdk-dependencies/values.yaml), tied both ways: every accelerated type
 HyperPod offers (botocore ClusterInstanceType) is on the lists its accelerator and EFA need, or
-named in config/facts.py EFA_UNCONFIRMED_TYPES (then the config warns, see
+named in facts/__init__.py EFA_UNCONFIRMED_TYPES (then the config warns, see
 tests/config/test_config_chart_instance_types.py); every type on a list is a fact of the config.
 
 Sources: AWS's chart aws/sagemaker-hyperpod-cli@011ca927 helm_chart/HyperPodHelmChart/values.yaml
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from chart_testkit import affinity_types, by_kind_name, helm, render
 
-from hyperpod_cdk.config import facts
-from hyperpod_cdk.eks import chart
+from hyperpod_cdk import facts
+from hyperpod_cdk.facts import chart
 
 ACCELERATED = sorted(t for t in facts.HYPERPOD_INSTANCE_TYPES if facts.is_accelerated(t))
 # Types AWS's chart lists that HyperPod does not offer (Inferentia 2, trn1.2xlarge): kept as AWS

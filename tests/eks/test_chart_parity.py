@@ -10,7 +10,7 @@ import aws_chart_facts as aws
 import pytest
 from chart_testkit import affinity_types, all_on, by_kind_name, helm, images, render
 
-from hyperpod_cdk.eks import chart
+from hyperpod_cdk.facts import chart
 
 REGION = "us-west-2"
 

@@ -11,7 +11,6 @@ import pytest
 from stack_testkit import DELETE, depends_on
 
 from hyperpod_cdk.config.inference import MAX_ROLE_NAME, operator_role_name
-from hyperpod_cdk.eks import versions
 from hyperpod_cdk.eks.inference import (
     INFERENCE,
     METRICS_SERVER,
@@ -19,6 +18,7 @@ from hyperpod_cdk.eks.inference import (
     SERVICE_ACCOUNTS,
     STS_AUDIENCE,
 )
+from hyperpod_cdk.facts import versions
 from hyperpod_cdk.network.network import INTERNAL_ELB_TAG
 
 KIND = "eks-addons"
@@ -157,7 +157,7 @@ def test_the_inference_addon_waits_for_its_dependencies_and_task_governance(full
 
 
 def test_the_names_match_the_preflight_copy() -> None:
-    from hyperpod_cdk.ops import addons as preflight
+    from hyperpod_ops import addons as preflight
 
     assert (preflight.S3_CSI_DRIVER, preflight.METRICS_SERVER, preflight.INFERENCE) == (
         S3_CSI_DRIVER,

@@ -12,13 +12,13 @@ import pytest
 from cfnlint.api import ManualArgs, lint
 from test_stack_cfn_lint import override_schemas  # noqa: F401  (a fixture)
 
+from hyperpod_cdk.compliance.nag import PACKS
 from hyperpod_cdk.eks.inference import INFERENCE
-from hyperpod_cdk.eks.task_governance_types import (
+from hyperpod_cdk.facts.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     CUSTOM_TYPES,
     SCHEDULER_CONFIG_TYPE,
 )
-from hyperpod_cdk.nag import PACKS
 
 US_EAST_1 = {
     "region": "us-east-1",

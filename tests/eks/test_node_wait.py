@@ -36,10 +36,10 @@ from support.cfn_events import (
 )
 from support.modules import load_module
 
-from hyperpod_cdk.checkov_skips import skipped_checks
+from hyperpod_cdk.compliance.checkov_skips import skipped_checks
+from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, PACKS, register_compliance_packs
 from hyperpod_cdk.eks.node_wait import HANDLER_DIR, RESOURCE_TYPE, HyperPodNodeWait
 from hyperpod_cdk.log_encryption import EncryptLogGroups
-from hyperpod_cdk.nag import MIN_REASON_LENGTH, PACKS, register_compliance_packs
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "111122223333"

@@ -23,7 +23,7 @@ import celpy
 import pytest
 from chart_testkit import by_kind_name, helm, render, render_result
 
-from hyperpod_cdk.eks import chart
+from hyperpod_cdk.facts import chart
 
 HELM35 = "1.35"
 REGION = "us-west-2"

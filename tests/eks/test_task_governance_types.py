@@ -19,8 +19,8 @@ from pathlib import Path
 import cfnlint
 import pytest
 
-from hyperpod_cdk.config import facts
-from hyperpod_cdk.eks.task_governance_types import (
+from hyperpod_cdk import facts
+from hyperpod_cdk.facts.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     NATIVE_REGIONS,
     SCHEDULER_CONFIG_TYPE,

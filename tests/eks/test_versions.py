@@ -8,7 +8,7 @@ from typing import get_args
 import pytest
 
 from hyperpod_cdk.config.models import EksConfig
-from hyperpod_cdk.eks.versions import (
+from hyperpod_cdk.facts.versions import (
     CORE_ADDONS,
     KNOWN_ADDONS,
     MIN_VPC_CNI,

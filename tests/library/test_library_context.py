@@ -29,8 +29,8 @@ from library_testkit import EXAMPLE, ROOT, project_context, run_python
 from packaging.requirements import Requirement
 
 from hyperpod_cdk import DataBucket, LifecycleScripts, recommended_context
-from hyperpod_cdk.cluster import lifecycle
 from hyperpod_cdk.context import REQUIRED_FLAGS, SERVER_ACCESS_LOGS_USE_BUCKET_POLICY
+from hyperpod_cdk.lifecycle import scripts as lifecycle
 from hyperpod_cdk.storage import data_bucket
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
@@ -134,13 +134,18 @@ def test_without_the_check_the_cdk_fails_deep_in_the_synth(monkeypatch: pytest.M
 # -- the packaged lifecycle scripts -------------------------------------------------------------
 
 
-def test_the_package_links_the_repository_lifecycle_scripts() -> None:
-    """A relative symlink (it holds in any checkout); setuptools copies what it points to into
-    the wheel. The scripts themselves stay in lifecycle_assets/, which the app names."""
-    link = PACKAGE / "lifecycle_assets"
+def test_the_repository_links_the_packaged_lifecycle_scripts() -> None:
+    """The scripts live in the package's lifecycle capability (no link out of the package, so
+    the wheel holds them as they are); the repository's lifecycle_assets/, which configs name
+    (``cluster.lifecycle_scripts: lifecycle_assets``), is a relative symlink to them that holds
+    in any checkout."""
+    scripts = PACKAGE / "lifecycle" / "assets"
+    assert not scripts.is_symlink() and (scripts / "entrypoint.sh").is_file()
+    assert not any(p.is_symlink() for p in (PACKAGE / "lifecycle").rglob("*"))
+    link = ROOT / "lifecycle_assets"
     assert link.is_symlink()
-    assert os.readlink(link) == "../../lifecycle_assets"
-    assert (ROOT / "lifecycle_assets").resolve() == lifecycle.PACKAGED_SCRIPTS
+    assert os.readlink(link) == "constructs/hyperpod_cdk/lifecycle/assets"
+    assert link.resolve() == lifecycle.PACKAGED_SCRIPTS
 
 
 def test_lifecycle_scripts_default_to_the_packaged_scripts() -> None:
@@ -204,7 +209,7 @@ def test_every_kubectl_layer_of_the_extra_is_importable_here() -> None:
     """What the EKS constructs import (hyperpod_cdk.eks.cluster.kubectl_layer), per version."""
     import importlib.util
 
-    from hyperpod_cdk.eks.versions import SUPPORTED_KUBERNETES_VERSIONS
+    from hyperpod_cdk.facts.versions import SUPPORTED_KUBERNETES_VERSIONS
 
     missing = [
         v

@@ -19,7 +19,12 @@ from aws_cdk import aws_ec2 as ec2
 from library_testkit import PARTITION_LITERALS, ROOT, findings, project_context
 
 from hyperpod_cdk import ClusterAutoScalingRole, ExecutionRole, LifecycleScripts
-from hyperpod_cdk.nag import nag_account, nag_partition, nag_region, register_compliance_packs
+from hyperpod_cdk.compliance.nag import (
+    nag_account,
+    nag_partition,
+    nag_region,
+    register_compliance_packs,
+)
 
 ACCOUNT = "111122223333"
 

@@ -17,7 +17,7 @@ import pytest
 from library_testkit import ROOT
 
 from hyperpod_cdk.config import ConfigError
-from hyperpod_cdk.lifecycle_settings import (
+from hyperpod_cdk.lifecycle.settings import (
     PACKAGED_SCRIPTS,
     SettingsError,
     build_node_settings,
@@ -89,7 +89,7 @@ def test_settings_built_from_the_objects_pass_the_scripts_schema() -> None:
 
 def test_the_settings_are_the_apps_settings_of_the_config() -> None:
     """What the app's synth of the same environment file uploads, byte for byte."""
-    from hyperpod_cdk.lifecycle_settings import node_settings
+    from hyperpod_cdk.lifecycle.settings import node_settings
 
     built = _settings(
         subnets={"usw2-az2": _subnet("10.1.0.0/16"), "usw2-az1": _subnet("10.2.0.0/16")}
@@ -152,8 +152,8 @@ def test_lifecycle_scripts_take_node_settings_with_their_files(tmp_path: Path) -
     import aws_cdk as cdk
 
     from hyperpod_cdk import LifecycleScripts, recommended_context
-    from hyperpod_cdk.cluster.lifecycle import content_hash
-    from hyperpod_cdk.lifecycle_prefix import config_lifecycle_prefix
+    from hyperpod_cdk.lifecycle.prefix import config_lifecycle_prefix
+    from hyperpod_cdk.lifecycle.scripts import content_hash
 
     (tmp_path / "users.yaml").write_text("users:\n  - name: alice\n    uid: 2001\n")
     built = _settings(
@@ -176,7 +176,7 @@ def test_deploy_time_values_are_not_checked() -> None:
 
 
 def _schema() -> dict[str, Any]:
-    from hyperpod_cdk.lifecycle_settings import read_settings_schema
+    from hyperpod_cdk.lifecycle.settings import read_settings_schema
 
     schema = read_settings_schema(PACKAGED_SCRIPTS)
     assert schema is not None
@@ -201,7 +201,7 @@ def test_the_one_line_names_the_report_whole(
 ) -> None:
     """The CDK names the report relative to the working directory when that is shorter
     (``../pytest-of-root/...`` from a clone in /tmp): the line names it whole."""
-    from hyperpod_cdk.nag import validation_failure_line
+    from hyperpod_cdk.compliance.nag import validation_failure_line
 
     monkeypatch.chdir(tmp_path)
     error = RuntimeError(

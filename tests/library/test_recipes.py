@@ -1,7 +1,7 @@
 """The recipes of examples/recipes/ as a platform team runs them (issue 35, acceptance 1): the
 wheel built from constructs/, installed in a fresh virtual environment, synthesizes each recipe
 with the pinned CDK CLI and no AWS credentials, and the packaged lifecycle dry run
-(``python -m hyperpod_cdk.lifecycle_dry_run NODE --assembly cdk.out``) sets up every node type
+(``python -m hyperpod_cdk.lifecycle.dry_run NODE --assembly cdk.out``) sets up every node type
 of each recipe's synthesized settings.
 
 Fast and honest: the fresh venv gets the library from the wheel alone (``pip install --no-deps
@@ -116,7 +116,7 @@ def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # no
     for name, nodes in NODES.items():
         for node in nodes:
             dry_runs[(name, node)] = subprocess.run(
-                [str(venv / "bin" / "python"), "-m", "hyperpod_cdk.lifecycle_dry_run", node,
+                [str(venv / "bin" / "python"), "-m", "hyperpod_cdk.lifecycle.dry_run", node,
                  "--assembly", f"out-{name}", "--quiet"],
                 cwd=apps, env=env, capture_output=True, text=True, timeout=120,
             )  # fmt: skip
@@ -166,7 +166,7 @@ def test_each_recipe_writes_the_environment_file_the_ops_commands_read(
     recipes: Run, name: str
 ) -> None:
     from hyperpod_cdk.config import load_environment
-    from hyperpod_cdk.lifecycle_dry_run import lifecycle_uploads
+    from hyperpod_cdk.lifecycle.dry_run import lifecycle_uploads
 
     path = recipes.outdirs[name] / "hyperpod-environment.json"
     config = load_environment(path, recipes.outdirs[name])

@@ -40,10 +40,9 @@ from library_testkit import EXAMPLE, ROOT, resource_types, templates
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 PYPROJECT = ROOT / "constructs" / "pyproject.toml"
-# the repository's lifecycle scripts, package data of the library through a symlink
-LIFECYCLE_ASSETS = ROOT / "lifecycle_assets"
-# the fake node of the packaged lifecycle dry run, package data through a symlink too
-FAKE_NODE = ROOT / "tests" / "lifecycle" / "fake_node"
+# the lifecycle scripts, package data of the library (the repository's lifecycle_assets/ is a
+# symlink to them)
+LIFECYCLE_ASSETS = PACKAGE / "lifecycle" / "assets"
 HERE = Path(__file__).resolve().parent
 # the docs' first library example, as the docs must show it (a Slurm cluster, no EKS)
 README_SNIPPET = HERE / "readme_library_snippet.py"
@@ -79,10 +78,9 @@ with open(sys.argv[1], "w") as out:
 IMPORT_CHECK = """\
 import importlib.metadata, importlib.resources, importlib.util, json, os, sys
 import hyperpod_cdk
-import hyperpod_cdk.ops.preflight, hyperpod_cdk.ops.status  # boto3 is imported on use only
 missing = [n for n in hyperpod_cdk.__all__ if getattr(hyperpod_cdk, n, None) is None]
 files = importlib.resources.files("hyperpod_cdk")
-entrypoint = files / "lifecycle_assets" / "entrypoint.sh"
+entrypoint = files / "lifecycle" / "assets" / "entrypoint.sh"
 layers = [f"aws_cdk.lambda_layer_kubectl_v{minor}" for minor in range(30, 36)]
 print(json.dumps({
     "file": hyperpod_cdk.__file__,
@@ -92,6 +90,7 @@ print(json.dumps({
     "handler": (files / "network" / "restrict_default_sg" / "index.js").is_file(),
     "entrypoint_executable": entrypoint.is_file() and os.access(str(entrypoint), os.X_OK),
     "boto3": importlib.util.find_spec("boto3") is not None,
+    "hyperpod_ops": importlib.util.find_spec("hyperpod_ops") is not None,
     "kubectl_layers": [name for name in layers if importlib.util.find_spec(name) is not None],
 }))
 """
@@ -184,15 +183,11 @@ def _once(directory: Path, make: Callable[[Path], None]) -> None:
 
 def _build_wheel(directory: Path) -> None:
     """The wheel, built from a clean copy of constructs/ (no stale egg-info or caches of the
-    work tree, no build/ left in it) that keeps the repository's layout: the symlinks of the
-    lifecycle scripts and of the dry run's fake node stay symlinks, to copies of
-    lifecycle_assets/ and tests/lifecycle/fake_node beside it, as in a checkout that runs
-    ``pip wheel ./constructs``."""
+    work tree, no build/ left in it), as in a checkout that runs ``pip wheel ./constructs``. The
+    package holds every file it ships itself (no symlink out of it), so the copy alone builds."""
     start = time.monotonic()
     source = directory / "src"
     shutil.copytree(ROOT / "constructs", source / "constructs", ignore=_NOT_SOURCE, symlinks=True)
-    shutil.copytree(LIFECYCLE_ASSETS, source / "lifecycle_assets", ignore=_NOT_SOURCE)
-    shutil.copytree(FAKE_NODE, source / "tests" / "lifecycle" / "fake_node", ignore=_NOT_SOURCE)
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
           "-q", str(source / "constructs"), "-w", str(directory / "dist")], timeout=300)  # fmt: skip
     (directory / "seconds.json").write_text(json.dumps({"wheel": time.monotonic() - start}))
@@ -312,7 +307,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
     expected = {
         "py.typed",
         "network/restrict_default_sg/index.js",
-        "lifecycle_assets/entrypoint.sh",
+        "lifecycle/assets/entrypoint.sh",
     }
     assert {f"hyperpod_cdk/{name}" for name in expected} <= set(source)
     assert set(packaged) == set(source)
@@ -321,7 +316,7 @@ def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
 
 
 def test_the_wheel_holds_the_repository_lifecycle_scripts(wheel: Path) -> None:
-    """Every file of lifecycle_assets/ is package data, under hyperpod_cdk/lifecycle_assets/,
+    """Every file of the lifecycle scripts is package data, under hyperpod_cdk/lifecycle/assets/,
     byte for byte, and entrypoint.sh is executable there."""
     scripts = {
         path.relative_to(LIFECYCLE_ASSETS).as_posix(): path
@@ -331,9 +326,9 @@ def test_the_wheel_holds_the_repository_lifecycle_scripts(wheel: Path) -> None:
     assert "entrypoint.sh" in scripts and len(scripts) > 1
     with zipfile.ZipFile(wheel) as archive:
         for name, path in scripts.items():
-            info = archive.getinfo(f"hyperpod_cdk/lifecycle_assets/{name}")
+            info = archive.getinfo(f"hyperpod_cdk/lifecycle/assets/{name}")
             assert archive.read(info) == path.read_bytes(), name
-        entrypoint = archive.getinfo("hyperpod_cdk/lifecycle_assets/entrypoint.sh")
+        entrypoint = archive.getinfo("hyperpod_cdk/lifecycle/assets/entrypoint.sh")
     assert _executable(entrypoint.external_attr >> 16)
 
 
@@ -354,13 +349,13 @@ def test_the_wheel_metadata(wheel: Path) -> None:
     requires: list[str] = metadata.get_all("Requires-Dist") or []
     runtime = {_requirement_name(r) for r in requires if "extra ==" not in r}
     assert {"aws-cdk-lib", "constructs", "cdk-nag", "pydantic", "pyyaml"} <= runtime
-    assert "boto3" not in runtime  # only hyperpod_cdk.ops needs it
-    assert any(r.startswith("boto3") and 'extra == "ops"' in r for r in requires), requires
+    # the operational tools are their own package (tools/, hyperpod-ops), with boto3
+    assert "boto3" not in {_requirement_name(r) for r in requires}, requires
     # the kubectl layers (~205 MB) only with the EKS constructs
     assert not [r for r in runtime if "lambda-layer-kubectl" in r], runtime
     eks = {_requirement_name(r) for r in requires if 'extra == "eks"' in r}
     assert eks == set(KUBECTL_LAYERS)
-    assert {"eks", "ops"} <= set(metadata.get_all("Provides-Extra") or [])
+    assert set(metadata.get_all("Provides-Extra") or []) == {"eks"}
     # compatible ranges, never an exact pin: the consumer's app decides the versions
     assert not [r for r in requires if "==" in r.split(";")[0]], requires
 
@@ -373,7 +368,8 @@ def test_the_wheel_installs_and_imports_in_a_fresh_venv(installed: Installed) ->
     assert found["missing"] == []
     assert found["py_typed"] and found["handler"]
     assert found["entrypoint_executable"], "pip installed the lifecycle entry script without x"
-    assert found["boto3"] is False, "boto3 belongs to the `ops` extra, not the dependencies"
+    assert found["boto3"] is False, "boto3 belongs to the tools package, not the library"
+    assert found["hyperpod_ops"] is False, "the operational tools are not in the library wheel"
     assert found["kubectl_layers"] == [], "the kubectl layers belong to the `eks` extra"
     _run([str(installed.python), "-m", "pip", "check"], env=installed.env(), timeout=120)
 

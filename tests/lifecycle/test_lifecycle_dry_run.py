@@ -1,6 +1,6 @@
 """The real entry script on the fake node: steps per node type, switches, idempotency, failures.
 
-The bundled settings (tests/lifecycle/fake_node/settings) switch every step on: a users file,
+The bundled settings (constructs/hyperpod_cdk/lifecycle/dry_run/fake_node/settings) switch every step on: a users file,
 an EFA-enabled FSx, the accounting database and all exporters (Slurm); the EKS settings keep
 the defaults. The switch tests turn one setting off and check that its step goes, with a reason
 that names the setting.
@@ -538,7 +538,7 @@ def test_a_config_gives_the_node_what_its_synth_uploads(tmp_path: Path) -> None:
     """Settings, users file, scripts and the cluster's groups all come from the config."""
     from hyperpod_cdk.config import load_environment
     from hyperpod_cdk.config.node_setup import lifecycle_extra_files
-    from hyperpod_cdk.lifecycle_settings import node_settings
+    from hyperpod_cdk.lifecycle.settings import node_settings
 
     project = tmp_path / "project"
     project.mkdir()

@@ -2,7 +2,7 @@
 every key the scripts read is declared in it, every key it calls required fails a node when it
 is missing (a dry run proves each), the bundled settings and the settings of every shipped config
 pass it, and it is a valid JSON Schema whose verdicts the library's own checker
-(hyperpod_cdk.lifecycle_settings.settings_problems) shares with the jsonschema package.
+(hyperpod_cdk.lifecycle.settings.settings_problems) shares with the jsonschema package.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from lifecycle_testkit import FAKE_NODE, LIFECYCLE_ASSETS, PROJECT_ROOT, dry
 
-from hyperpod_cdk.lifecycle_settings import (
+from hyperpod_cdk.lifecycle.settings import (
     SETTINGS_SCHEMA_FILE,
     read_settings_schema,
     settings_problems,
@@ -134,7 +134,7 @@ def test_the_bundled_settings_pass(name: str) -> None:
 )
 def test_the_settings_of_every_shipped_config_pass(config: str) -> None:
     from hyperpod_cdk.config import ConfigError, load_environment
-    from hyperpod_cdk.lifecycle_settings import node_settings
+    from hyperpod_cdk.lifecycle.settings import node_settings
 
     try:
         loaded = load_environment(PROJECT_ROOT / "config" / "examples" / config, PROJECT_ROOT)

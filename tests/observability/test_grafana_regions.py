@@ -10,7 +10,7 @@ from typing import Any
 
 import botocore
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 
 BOTOCORE_DATA = Path(botocore.__file__).parent / "data"
 

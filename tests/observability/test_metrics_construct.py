@@ -334,7 +334,7 @@ def test_the_nodes_may_pull_hyperpods_exporter_images_of_the_region() -> None:
     """AWS's Slurm observability sample needs ECR pull for the extension's exporter images
     (awslabs/awsome-distributed-ai Extensions/observability/README.md §3b; facts_slurm_obs 1.13):
     pull on hyperpod/* of HyperPod's registry of the region (602401143452 in us-west-2,
-    config/facts.py HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS), the login token, nothing else."""
+    facts/__init__.py HYPERPOD_EXPORTER_REGISTRY_ACCOUNTS), the login token, nothing else."""
     _, resources, _ = _slurm()
     role_id = next(k for k in _of_type(resources, "AWS::IAM::Role") if k.startswith("NodeRole"))
     (policy,) = [

@@ -18,8 +18,9 @@ import botocore.session
 from botocore.stub import ANY, Stubber
 from stack_testkit import config_data, with_changes
 
-from hyperpod_cdk.config import EnvironmentConfig, facts, parse
-from hyperpod_cdk.ops.check import Check
+from hyperpod_cdk import facts
+from hyperpod_cdk.config import EnvironmentConfig, parse
+from hyperpod_ops.check import Check
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ANY_MEDIA_TYPES = ANY
@@ -442,7 +443,7 @@ def endpoint_only(aws: StubbedAws, name: str, endpoint: str = UNREACHABLE_ENDPOI
 def agent_image(aws: StubbedAws, config: EnvironmentConfig, *, found: bool = True,
                 tag: str | None = None) -> None:  # fmt: skip
     """BatchGetImage of the health agent image the chart renders for ``config``."""
-    from hyperpod_cdk.eks import chart
+    from hyperpod_cdk.facts import chart
 
     (image,) = chart.component_images(
         "health_monitoring_agent", config.region, config.eks_settings.image_registry
@@ -533,7 +534,7 @@ def ebs_key(aws: StubbedAws, key: str, *, account: str = ACCOUNT, state: str = "
 
 def task_governance_types(aws: StubbedAws, region: str) -> None:
     """DescribeType answers that agree with the app's table in ``region``."""
-    from hyperpod_cdk.eks.task_governance_types import NATIVE_REGIONS
+    from hyperpod_cdk.facts.task_governance_types import NATIVE_REGIONS
 
     for type_name, regions in NATIVE_REGIONS.items():
         if region in regions:
@@ -594,9 +595,9 @@ def healthy_account(
     adopted EKS cluster's ListAddons and DescribeCluster), ``task_governance`` (DescribeType,
     ListAccessEntries), ``addon_upgrades`` (DescribeAddon of an add-on with an upgrade
     boundary), ``addon_configuration`` (DescribeAddonConfiguration of each configured add-on)."""
-    from hyperpod_cdk.eks import versions
-    from hyperpod_cdk.ops.addons import app_addons
-    from hyperpod_cdk.ops.capacity import referenced_az_ids
+    from hyperpod_cdk.facts import versions
+    from hyperpod_ops.addons import app_addons
+    from hyperpod_ops.capacity import referenced_az_ids
 
     identity(aws, account)
     if "availability_zones" not in leave_out:
@@ -670,7 +671,7 @@ def healthy_account(
             if versions.upgrade_boundaries(addon):
                 addon_absent(aws, config, addon)
     if "addon_configuration" not in leave_out:
-        from hyperpod_cdk.ops.addon_configuration import configured_addons
+        from hyperpod_ops.addon_configuration import configured_addons
 
         for item in configured_addons(config, account):
             addon_configuration(aws, item.addon, item.version)
@@ -700,7 +701,7 @@ def healthy_account(
     for key in dict.fromkeys(g.ebs_kms_key_arn for g in config.cluster.instance_groups):
         if key:
             ebs_key(aws, key, account=account)
-    from hyperpod_cdk.ops.alerts import named_rollback_alarms
+    from hyperpod_ops.alerts import named_rollback_alarms
 
     alarms = list(named_rollback_alarms(config))
     if alarms:
@@ -714,7 +715,7 @@ def healthy_account(
             },
         )
     observability_answers(aws, config)
-    from hyperpod_cdk.ops.grafana import grafana_wanted
+    from hyperpod_ops.grafana import grafana_wanted
 
     if grafana_wanted(config):
         aws.stub("sso-admin").add_response(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ops_testkit import StubbedAws, engine_versions, environment
 
-from hyperpod_cdk.config import facts
-from hyperpod_cdk.ops.accounting import check_engine_version
+from hyperpod_cdk import facts
+from hyperpod_ops.accounting import check_engine_version
 
 
 def test_the_pinned_release_is_offered() -> None:

@@ -19,11 +19,11 @@ from ops_testkit import (
     healthy_account,
 )
 
-from hyperpod_cdk.eks import versions
-from hyperpod_cdk.eks.addon_values import CERT_MANAGER, INFERENCE, METRICS_SERVER, OBSERVABILITY
-from hyperpod_cdk.ops.addon_configuration import check_addon_configuration, configured_addons
-from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
-from hyperpod_cdk.ops.preflight import run_preflight
+from hyperpod_cdk.facts import versions
+from hyperpod_cdk.facts.addon_values import CERT_MANAGER, INFERENCE, METRICS_SERVER, OBSERVABILITY
+from hyperpod_ops.addon_configuration import check_addon_configuration, configured_addons
+from hyperpod_ops.aws import READ_ONLY_ACTIONS
+from hyperpod_ops.preflight import run_preflight
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 EKS_FULL_CONFIGURED = [CERT_MANAGER, OBSERVABILITY, METRICS_SERVER, INFERENCE]
@@ -123,7 +123,7 @@ def test_an_unknown_key_fails_naming_the_key_the_version_and_the_fix(aws: Stubbe
     )
     assert check.fix is not None
     assert check.fix.startswith("change eks.addons.inference.gateway, or pin a ")
-    assert "hyperpod_cdk/eks/versions.py" in check.fix
+    assert "hyperpod_cdk/facts/versions.py" in check.fix
     assert f"--addon-name {INFERENCE} --addon-version {pinned}" in check.fix
 
 

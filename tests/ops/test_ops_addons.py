@@ -15,9 +15,9 @@ from ops_testkit import (
     environment,
 )
 
-from hyperpod_cdk.eks import versions
-from hyperpod_cdk.ops import addons
-from hyperpod_cdk.ops.addons import app_addons, check_addon_upgrades, check_addon_versions
+from hyperpod_cdk.facts import versions
+from hyperpod_ops import addons
+from hyperpod_ops.addons import app_addons, check_addon_upgrades, check_addon_versions
 
 
 def test_a_created_cluster_gets_the_core_addons_and_the_fsx_driver() -> None:

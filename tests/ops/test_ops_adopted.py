@@ -14,7 +14,7 @@ from ops_testkit import (
     vpc,
 )
 
-from hyperpod_cdk.ops.adopted import (
+from hyperpod_ops.adopted import (
     check_eks_cluster,
     check_file_system,
     check_security_groups,

@@ -8,7 +8,7 @@ from typing import Any
 
 from ops_testkit import StubbedAws, environment
 
-from hyperpod_cdk.ops.alerts import (
+from hyperpod_ops.alerts import (
     ALERTS_TOPIC,
     ROLLBACK_ALARMS,
     check_alerts_topic,

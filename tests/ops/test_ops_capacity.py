@@ -14,7 +14,7 @@ from ops_testkit import (
     training_plan,
 )
 
-from hyperpod_cdk.ops.capacity import (
+from hyperpod_ops.capacity import (
     check_availability_zones,
     check_quotas,
     check_training_plans,

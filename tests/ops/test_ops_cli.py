@@ -12,7 +12,7 @@ import botocore.exceptions
 import pytest
 from ops_testkit import PROJECT_ROOT, StubbedAws
 
-from hyperpod_cdk.ops import preflight, status
+from hyperpod_ops import preflight, status
 
 
 def _no_aws_env(tmp_path: Path) -> dict[str, str]:
@@ -37,7 +37,7 @@ def _no_aws_env(tmp_path: Path) -> dict[str, str]:
 )
 def test_no_credentials_is_one_line_and_exit_2(tmp_path: Path, command: str, config: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", f"hyperpod_cdk.ops.{command}", config],
+        [sys.executable, "-m", f"hyperpod_ops.{command}", config],
         cwd=PROJECT_ROOT,
         env=_no_aws_env(tmp_path),
         capture_output=True,
@@ -56,7 +56,7 @@ def test_an_unknown_profile_is_one_line(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "hyperpod_cdk.ops.preflight",
+            "hyperpod_ops.preflight",
             "config/default.yaml",
             "--profile",
             "nope",
@@ -77,8 +77,8 @@ def test_importing_the_library_and_the_commands_needs_no_boto3() -> None:
         "import sys\n"
         "sys.modules['boto3'] = None\n"  # `import boto3` now raises ImportError
         "sys.modules['botocore'] = None\n"
-        "import hyperpod_cdk, hyperpod_cdk.ops.preflight, hyperpod_cdk.ops.status\n"
-        "from hyperpod_cdk.ops.aws import AwsUnavailable, session_clients\n"
+        "import hyperpod_cdk, hyperpod_ops.preflight, hyperpod_ops.status\n"
+        "from hyperpod_ops.aws import AwsUnavailable, session_clients\n"
         "try:\n"
         "    session_clients('us-west-2')\n"
         "except AwsUnavailable as exc:\n"
@@ -105,7 +105,7 @@ def test_the_commands_never_start_the_cdk(command: str) -> None:
         "sys.modules['aws_cdk'] = None\n"
         "sys.modules['jsii'] = None\n"
         "sys.modules['constructs'] = None\n"
-        f"import hyperpod_cdk.ops.{command}\n"
+        f"import hyperpod_ops.{command}\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
@@ -120,7 +120,7 @@ def _run(tmp_path: Path, command: str, env_changes: dict[str, str], *args: str) 
     env = _no_aws_env(tmp_path)
     env.update(env_changes)
     return subprocess.run(
-        [sys.executable, "-m", f"hyperpod_cdk.ops.{command}", "config/default.yaml", *args],
+        [sys.executable, "-m", f"hyperpod_ops.{command}", "config/default.yaml", *args],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
@@ -248,7 +248,7 @@ def test_status_stops_in_one_line_when_its_read_fails(
 
 def test_a_throttled_check_fails_that_check_only() -> None:
     """After the identity, a call still throttled after the retries is one failed check."""
-    from hyperpod_cdk.ops.aws import unavailable_reason
+    from hyperpod_ops.aws import unavailable_reason
 
     error = botocore.exceptions.ClientError(
         {"Error": {"Code": "ThrottlingException", "Message": "slow down"}}, "DescribeSubnets"
@@ -260,14 +260,14 @@ def test_the_throttling_codes_are_botocores() -> None:
     """The codes botocore's standard retry mode treats as throttling, in the pinned botocore."""
     from botocore.retries.standard import ThrottledRetryableChecker
 
-    from hyperpod_cdk.ops.aws import THROTTLING_ERROR_CODES
+    from hyperpod_ops.aws import THROTTLING_ERROR_CODES
 
     assert set(ThrottledRetryableChecker._THROTTLED_ERROR_CODES) == THROTTLING_ERROR_CODES
 
 
 def test_every_botocore_class_named_exists() -> None:
     """A class name botocore dropped would silently stop matching: the pinned botocore has all."""
-    from hyperpod_cdk.ops import aws
+    from hyperpod_ops import aws
 
     for names, _ in aws._BOTOCORE_REASONS:
         for name in names:
@@ -276,7 +276,7 @@ def test_every_botocore_class_named_exists() -> None:
 
 def test_any_other_setup_error_is_one_line() -> None:
     """An exception no rule knows, raised while credentials load, still words one line."""
-    from hyperpod_cdk.ops.aws import AwsUnavailable, unavailable_reason
+    from hyperpod_ops.aws import AwsUnavailable, unavailable_reason
 
     error = AwsUnavailable("x", error=ValueError("bad\nvalue"), stage="credentials")
     reason = unavailable_reason(error, "--profile P")
@@ -299,7 +299,7 @@ def test_a_caller_of_another_account_stops_every_command_with_exit_2(
 
     from ops_testkit import identity
 
-    command = importlib.import_module(f"hyperpod_cdk.ops.{module}")
+    command = importlib.import_module(f"hyperpod_ops.{module}")
     config = "config/examples/full.yaml" if module != "migrate" else "config/examples/eks-full.yaml"
     aws = StubbedAws()
     identity(aws, "999999999999")

@@ -11,8 +11,8 @@ import pytest
 from ops_testkit import StubbedAws, cluster_present, identity
 
 from hyperpod_cdk.config import load_environment
-from hyperpod_cdk.lifecycle_settings import build_node_settings
-from hyperpod_cdk.ops import status
+from hyperpod_cdk.lifecycle.settings import build_node_settings
+from hyperpod_ops import status
 
 GROUPS = [
     {"name": "controller", "instance_type": "ml.m5.xlarge", "count": 1, "node_type": "Controller"},

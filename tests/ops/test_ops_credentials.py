@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ops_testkit import ACCOUNT, PROJECT_ROOT, StubbedAws, identity
 
-from hyperpod_cdk.ops import credentials
+from hyperpod_ops import credentials
 
 CONFIG = "config/default.yaml"  # no account: the deploying account
 PIPELINE = "config/examples/pipeline.yaml"  # the tooling account 111122223333

@@ -21,8 +21,8 @@ from ops_testkit import (
 )
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.ops.check import Check
-from hyperpod_cdk.ops.deploy_target import (
+from hyperpod_ops.check import Check
+from hyperpod_ops.deploy_target import (
     MIN_BOOTSTRAP_VERSION,
     BootstrapTarget,
     bootstrap_target,

@@ -19,9 +19,9 @@ from ops_testkit import (
 
 from hyperpod_cdk.config import EnvironmentConfig
 from hyperpod_cdk.config.node_setup import exporter_images
-from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
-from hyperpod_cdk.ops.exporter_images import check_exporter_images
-from hyperpod_cdk.ops.preflight import run_preflight
+from hyperpod_ops.aws import READ_ONLY_ACTIONS
+from hyperpod_ops.exporter_images import check_exporter_images
+from hyperpod_ops.preflight import run_preflight
 
 EXP = "cluster.node_setup.exporters"
 BOTH = {f"{EXP}.node": True, f"{EXP}.dcgm": True}

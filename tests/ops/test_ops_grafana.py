@@ -9,15 +9,15 @@ from typing import Any
 from ops_testkit import StubbedAws, by_name, environment
 
 from hyperpod_cdk.observability.grafana import GRAFANA_VERSION
-from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
-from hyperpod_cdk.ops.grafana import (
+from hyperpod_ops.aws import READ_ONLY_ACTIONS
+from hyperpod_ops.grafana import (
     GRAFANA_REGION,
     GRAFANA_VERSION_CHECK,
     IDENTITY_CENTER,
     check_grafana,
     grafana_wanted,
 )
-from hyperpod_cdk.ops.preflight import _steps
+from hyperpod_ops.preflight import _steps
 
 INSTANCE = "arn:aws:sso:::instance/ssoins-1234567890abcdef"
 

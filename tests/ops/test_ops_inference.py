@@ -13,8 +13,8 @@ from botocore.stub import Stubber
 from ops_testkit import FAKE_CA, REGION, StubbedAws, by_name, environment
 from stack_testkit import DELETE
 
-from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
-from hyperpod_cdk.ops.inference import (
+from hyperpod_ops.aws import READ_ONLY_ACTIONS
+from hyperpod_ops.inference import (
     CONTROLLERS,
     INFERENCE,
     INTERNAL_ELB_TAG,
@@ -23,7 +23,7 @@ from hyperpod_cdk.ops.inference import (
     TLS_BUCKET,
     check_inference,
 )
-from hyperpod_cdk.ops.k8s import Kubernetes, KubernetesUnreachable, Response
+from hyperpod_ops.k8s import Kubernetes, KubernetesUnreachable, Response
 
 KEY = "eks.addons.inference"
 CLUSTER = "shared-platform"

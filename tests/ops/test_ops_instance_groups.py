@@ -15,8 +15,8 @@ from ops_testkit import (
     key_policy,
 )
 
-from hyperpod_cdk.config import facts
-from hyperpod_cdk.ops.instance_groups import (
+from hyperpod_cdk import facts
+from hyperpod_ops.instance_groups import (
     check_accounting_ami,
     check_ebs_keys,
     check_partitions,

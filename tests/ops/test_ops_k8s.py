@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from hyperpod_cdk.ops import k8s
-from hyperpod_cdk.ops.k8s import Kubernetes, KubernetesDenied, KubernetesUnreachable
+from hyperpod_ops import k8s
+from hyperpod_ops.k8s import Kubernetes, KubernetesDenied, KubernetesUnreachable
 
 ENDPOINT = "https://ABCDEF0123456789.gr7.us-west-2.eks.amazonaws.com"
 # any PEM text: the SSL context is replaced, except in the real connection test

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from ops_testkit import ACCOUNT, PROJECT_ROOT, StubbedAws, endpoint_only, environment
 
-from hyperpod_cdk.eks import chart
-from hyperpod_cdk.ops import migrate
-from hyperpod_cdk.ops.k8s import Kubernetes, KubernetesUnreachable, Response
+from hyperpod_cdk.facts import chart
+from hyperpod_ops import migrate
+from hyperpod_ops.k8s import Kubernetes, KubernetesUnreachable, Response
 
 DEPLOYED = json.loads(
     (Path(__file__).parent / "fixtures" / "eks-minimal-eks-dependencies-manifests.json").read_text()

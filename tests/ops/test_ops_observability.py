@@ -10,8 +10,8 @@ from typing import Any
 from ops_testkit import StubbedAws, by_name, environment
 
 from hyperpod_cdk.config.observability import EXTENSION_NAME, EXTENSION_VERSION
-from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
-from hyperpod_cdk.ops.observability import (
+from hyperpod_ops.aws import READ_ONLY_ACTIONS
+from hyperpod_ops.observability import (
     ALERT_MANAGER_CHECK,
     EXTENSION_CHECK,
     OBSERVABILITY,

@@ -20,8 +20,8 @@ from ops_testkit import (
 from stack_testkit import SHIPPED_CONFIGS, config_id
 
 from hyperpod_cdk.config import load_environment
-from hyperpod_cdk.ops import preflight
-from hyperpod_cdk.ops.preflight import run_preflight
+from hyperpod_ops import preflight
+from hyperpod_ops.preflight import run_preflight
 
 
 def _main(aws: StubbedAws, path: Path | str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], list[str]]:  # fmt: skip
@@ -43,7 +43,7 @@ def test_every_shipped_config_passes_against_a_healthy_account(
     assert out[-1].startswith(f"preflight of {config.name} in us-west-2: ")
     assert " 0 failed" in out[-1]
     assert all(line.split()[0] in ("PASS", "SKIP") for line in out[:-1])
-    from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
+    from hyperpod_ops.aws import READ_ONLY_ACTIONS
 
     assert "sts:GetCallerIdentity" in aws.called
     assert aws.called <= set(READ_ONLY_ACTIONS), (
@@ -223,7 +223,7 @@ def test_an_invalid_config_exits_2_with_config_errors(
 
 
 def test_output_lines_fold_multi_line_aws_messages(aws: StubbedAws) -> None:
-    from hyperpod_cdk.ops.check import Check, format_check
+    from hyperpod_ops.check import Check, format_check
 
     line = format_check(Check("x", "fail", "first\nsecond", "do\nthis"))
     assert line == "FAIL  x: first second; fix: do this"
@@ -232,7 +232,7 @@ def test_output_lines_fold_multi_line_aws_messages(aws: StubbedAws) -> None:
 def test_the_documented_actions_are_real_read_only_operations() -> None:
     import botocore.session
 
-    from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
+    from hyperpod_ops.aws import READ_ONLY_ACTIONS
 
     session = botocore.session.get_session()
     prefixes = {
@@ -266,7 +266,7 @@ def test_the_documented_actions_are_real_read_only_operations() -> None:
 def test_the_docs_list_every_action_the_commands_call() -> None:
     import re
 
-    from hyperpod_cdk.ops.aws import READ_ONLY_ACTIONS
+    from hyperpod_ops.aws import READ_ONLY_ACTIONS
 
     readme = (PROJECT_ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     start = readme.index("The caller needs these read-only")

@@ -26,9 +26,9 @@ from ops_testkit import (
 )
 from stack_testkit import DELETE
 
-from hyperpod_cdk.eks import chart
-from hyperpod_cdk.ops import shared_cluster
-from hyperpod_cdk.ops.k8s import (
+from hyperpod_cdk.facts import chart
+from hyperpod_ops import shared_cluster
+from hyperpod_ops.k8s import (
     CLUSTER_ID_HEADER,
     TOKEN_PREFIX,
     Kubernetes,
@@ -431,7 +431,7 @@ def test_existing_addons_the_app_does_not_create_pass_listed(aws: StubbedAws) ->
 
 
 def test_a_denied_list_addons_fails_the_step_naming_the_api(aws: StubbedAws) -> None:
-    from hyperpod_cdk.ops.preflight import run_preflight
+    from hyperpod_ops.preflight import run_preflight
 
     config = adopted()
     healthy_account(aws, config, leave_out={"shared_cluster"})
@@ -570,7 +570,7 @@ def test_a_mirror_without_the_repository_fails_with_the_copy_to_make(aws: Stubbe
     (check,) = shared_cluster.check_agent_image(config, aws("ecr"))
     assert check.failed
     assert check.detail.endswith("cannot be pulled (RepositoryNotFound)")
-    assert check.fix.startswith(f"copy the image into {mirror} (python -m hyperpod_cdk.eks.chart "
+    assert check.fix.startswith(f"copy the image into {mirror} (python -m hyperpod_cdk.facts.chart "
                                 "--mirror-list us-west-2 lists what to copy)")  # fmt: skip
 
 

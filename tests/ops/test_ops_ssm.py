@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from ops_testkit import REGION, StubbedAws
 
-from hyperpod_cdk.ops.ssm import (
+from hyperpod_ops.ssm import (
     DOCUMENT,
     RESPONSE_ENV,
     PluginMissing,
@@ -169,7 +169,7 @@ def test_the_local_transport_runs_the_ssm_wrapper_under_a_terminal() -> None:
     """Same command line as the SSM agent gets, run under a pseudo-terminal as
     AWS-StartNonInteractiveCommand runs it (CRLF, stdout and stderr mixed), read back with
     parse_output: the exit status and the output arrive as from a session."""
-    from hyperpod_cdk.ops.ssm import LocalTransport
+    from hyperpod_ops.ssm import LocalTransport
 
     transport = LocalTransport()
     result = transport.run("controller", "echo out; echo err >&2; [ -t 1 ] && echo tty; exit 3", 30)

@@ -18,8 +18,8 @@ from ops_testkit import (
     identity,
 )
 
-from hyperpod_cdk.ops import status
-from hyperpod_cdk.ops.status import lifecycle_log_group, read_status, ssm_target
+from hyperpod_ops import status
+from hyperpod_ops.status import lifecycle_log_group, read_status, ssm_target
 
 CLUSTER_ID = "abc123def456"
 

@@ -18,10 +18,10 @@ from ops_testkit import ACCOUNT, NOW, PROJECT_ROOT, REGION, StubbedAws, cluster_
 from stack_testkit import config_data, with_changes
 
 from hyperpod_cdk.config import load_environment
-from hyperpod_cdk.lifecycle_prefix import LIFECYCLE_ROOT, config_lifecycle_prefix
-from hyperpod_cdk.ops import sync_users
-from hyperpod_cdk.ops.ssm import RemoteResult
-from hyperpod_cdk.ops.sync_users import ONLY_STEPS, SESSION_REASON, Node, run_nodes
+from hyperpod_cdk.lifecycle.prefix import LIFECYCLE_ROOT, config_lifecycle_prefix
+from hyperpod_ops import sync_users
+from hyperpod_ops.ssm import RemoteResult
+from hyperpod_ops.sync_users import ONLY_STEPS, SESSION_REASON, Node, run_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "ssm"))
 from fake_ssm import HERE as FAKES  # noqa: E402

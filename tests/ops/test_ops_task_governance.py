@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ops_testkit import StubbedAws, by_name, environment
 
-from hyperpod_cdk.eks.task_governance_types import COMPUTE_QUOTA_TYPE, SCHEDULER_CONFIG_TYPE
-from hyperpod_cdk.ops import task_governance
+from hyperpod_cdk.facts.task_governance_types import COMPUTE_QUOTA_TYPE, SCHEDULER_CONFIG_TYPE
+from hyperpod_ops import task_governance
 
 ADOPTED = "arn:aws:eks:us-west-2:111122223333:cluster/shared"
 RESEARCH = "arn:aws:iam::111122223333:role/ResearchScientists"

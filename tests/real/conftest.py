@@ -23,7 +23,7 @@ for _kit in ("ops", "lifecycle"):  # ops_testkit, lifecycle_testkit
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _kit))
 from slurm_cluster import PACKAGES, SlurmCluster, missing_programs  # noqa: E402
 
-from hyperpod_cdk.ops.verify.slurm import compute_groups  # noqa: E402
+from hyperpod_ops.verify.slurm import compute_groups  # noqa: E402
 
 SELECT = "the Slurm cluster tier runs with make test-real (pytest -m real_slurm)"
 
@@ -42,7 +42,7 @@ def hyperpod_partitions() -> list[str]:
     Compute groups name (the cluster is named as a HyperPod config names it)."""
     from ops_testkit import environment
 
-    from hyperpod_cdk.ops.verify.model import VerifyRun
+    from hyperpod_ops.verify.model import VerifyRun
 
     run = VerifyRun(config=environment("default"), clients=lambda service: None)
     names = ["dev"]

@@ -1,5 +1,5 @@
 """``make verify``'s Slurm checks against a real one-node Slurm (Debian's 22.05), through
-:class:`~hyperpod_cdk.ops.ssm.LocalTransport`: the same scripts (ops/verify/node/*.sh), the same
+:class:`~hyperpod_ops.ssm.LocalTransport`: the same scripts (ops/verify/node/*.sh), the same
 SSM wrapper and envelope, the same parsers as on a HyperPod node, only the session replaced.
 
 The HyperPod side is the answer AWS would give for config/default.yaml: one running node in
@@ -18,10 +18,10 @@ import pytest
 from ops_testkit import environment
 from slurm_cluster import EPILOG_HOLD, SlurmCluster
 
-from hyperpod_cdk.ops.ssm import LocalTransport
-from hyperpod_cdk.ops.verify import slurm
-from hyperpod_cdk.ops.verify.cli import connect_slurm
-from hyperpod_cdk.ops.verify.model import Node, Result, VerifyRun
+from hyperpod_ops.ssm import LocalTransport
+from hyperpod_ops.verify import slurm
+from hyperpod_ops.verify.cli import connect_slurm
+from hyperpod_ops.verify.model import Node, Result, VerifyRun
 
 pytestmark = pytest.mark.real_slurm
 

@@ -260,7 +260,7 @@ def lifecycle_asset_dirs(synth: Any) -> list[Path]:
 
 def uploaded_settings(synth: Any) -> Path:
     """The settings.json the lifecycle upload puts beside the scripts."""
-    from hyperpod_cdk.cluster.lifecycle import SETTINGS_FILE
+    from hyperpod_cdk.lifecycle.scripts import SETTINGS_FILE
 
     (settings,) = [
         d / SETTINGS_FILE for d in lifecycle_asset_dirs(synth) if (d / SETTINGS_FILE).is_file()

@@ -15,7 +15,7 @@ import yaml
 from ops.ops_testkit import ACCOUNT, StubbedAws, identity
 from stack_testkit import PROJECT_ROOT, config_data, with_changes
 
-from hyperpod_cdk.ops.aws import AwsUnavailable
+from hyperpod_ops.aws import AwsUnavailable
 from stacks import deploy_gate
 
 FSX = "AWS::FSx::FileSystem"

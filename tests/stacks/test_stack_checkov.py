@@ -2,7 +2,7 @@
 
 checkov runs from its own pinned venv (.venv-checkov, ``make bootstrap-checkov``), once per
 shipped config on all of its templates (scripts/run_checkov.py). A skip is legitimate only as
-``Metadata.checkov.skip`` of the resource, with a reason (``hyperpod_cdk.checkov_skips``):
+``Metadata.checkov.skip`` of the resource, with a reason (``hyperpod_cdk.compliance.checkov_skips``):
 never on the command line, in the environment or in a ``.checkov.yaml``.
 """
 
@@ -21,7 +21,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from stack_testkit import PROJECT_ROOT
 
-from hyperpod_cdk.checkov_skips import (
+from hyperpod_cdk.compliance.checkov_skips import (
     CHECK_ID,
     MIN_COMMENT_LENGTH,
     FrameworkCheckovSkips,

@@ -10,7 +10,7 @@ from typing import Any
 from stack_testkit import depends_on
 
 from hyperpod_cdk.eks.cluster_objects import NAMESPACE, RELEASE
-from hyperpod_cdk.eks.task_governance_types import (
+from hyperpod_cdk.facts.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     CUSTOM_TYPES,
     SCHEDULER_CONFIG_TYPE,

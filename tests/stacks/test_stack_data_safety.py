@@ -25,7 +25,8 @@ from cfn_schema import (
 )
 from stack_testkit import PROJECT_ROOT, SHIPPED_CONFIGS, config_data, config_id, with_changes
 
-from hyperpod_cdk.config import EnvironmentConfig, facts, load_environment
+from hyperpod_cdk import facts
+from hyperpod_cdk.config import EnvironmentConfig, load_environment
 
 FSX = "AWS::FSx::FileSystem"
 DRA = "AWS::FSx::DataRepositoryAssociation"

@@ -14,7 +14,7 @@ from cfn_schema import replacement_findings
 from stack_testkit import PROJECT_ROOT, STACK_KINDS, config_data, with_changes
 
 from hyperpod_cdk.config import EnvironmentConfig, parse
-from hyperpod_cdk.lifecycle_settings import node_settings
+from hyperpod_cdk.lifecycle.settings import node_settings
 
 ADD_CREATED = {"storage.openzfs": {}}
 ADD_ADOPTED = {

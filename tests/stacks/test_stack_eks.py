@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from stack_testkit import EKS_CONFIGS, as_list, config_id, depends_on, shipped_params, tags
 
-from hyperpod_cdk.eks import chart
-from hyperpod_cdk.eks.chart import DEPENDENCY_KEYS
-from hyperpod_cdk.eks.versions import MIN_VPC_CNI, addon_version, parse_addon_version
+from hyperpod_cdk.facts import chart
+from hyperpod_cdk.facts.chart import DEPENDENCY_KEYS
+from hyperpod_cdk.facts.versions import MIN_VPC_CNI, addon_version, parse_addon_version
 from stacks.layout import needs_eks_addons
 
 ALL_LOG_TYPES = ["api", "audit", "authenticator", "controllerManager", "scheduler"]

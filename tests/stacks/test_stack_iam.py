@@ -9,8 +9,8 @@ import pytest
 from aws_cdk.assertions import Match
 from stack_testkit import LIFECYCLE_PREFIX, as_list, get_att, join_parts, ref, shipped_params
 
-from hyperpod_cdk.cluster.lifecycle import LIFECYCLE_ROOT
 from hyperpod_cdk.iam import CLUSTER_INSTANCE_POLICY
+from hyperpod_cdk.lifecycle.scripts import LIFECYCLE_ROOT
 
 ROLE = "ExecutionRoleCDF74862"
 

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import aws_logs as logs
 from stack_testkit import config_data
 
-from hyperpod_cdk.nag import MIN_REASON_LENGTH, register_compliance_packs
+from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, register_compliance_packs
 
 # cdk-nag rule ids: <pack>-<rule>, optionally with the granular part of the finding
 NAG_RULE = re.compile(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from stack_testkit import depends_on, ref, shipped_params
 
-from hyperpod_cdk.config.facts import CLOSED_NETWORK_ENDPOINTS
+from hyperpod_cdk.facts import CLOSED_NETWORK_ENDPOINTS
 
 NEW_VPC = shipped_params(lambda c: c.network.vpc_id is None)
 ADOPTED_VPC = shipped_params(lambda c: c.network.vpc_id is not None)

@@ -358,7 +358,7 @@ def test_the_cluster_mounts_openzfs_on_slurm_only() -> None:
 
 @pytest.mark.parametrize("changes", [CREATED, ADOPTED], ids=["created", "adopted"])
 def test_every_compliance_pack_accepts_the_file_system(build_variant, changes) -> None:
-    from hyperpod_cdk.nag import PACKS
+    from hyperpod_cdk.compliance.nag import PACKS
 
     # raises with the validation report's findings when one is not acknowledged
     build_variant({**changes, "compliance_packs": list(PACKS)})

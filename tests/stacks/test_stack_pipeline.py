@@ -31,7 +31,7 @@ from pipeline_stack_testkit import (
 from stack_testkit import PROJECT_ROOT, stack_kinds
 from test_stack_nag import CDK_ANNOTATION, GRANULAR_IAM, NAG_RULE, finding_id
 
-from hyperpod_cdk.nag import MIN_REASON_LENGTH, PACKS
+from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, PACKS
 
 STAGES = ["dev", "prod"]
 

@@ -15,7 +15,7 @@ from stack_testkit import depends_on, joined_text
 from test_stack_cfn_lint import override_schemas  # noqa: F401  (a fixture)
 
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
-from hyperpod_cdk.eks.task_governance_types import (
+from hyperpod_cdk.facts.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     CUSTOM_TYPES,
     SCHEDULER_CONFIG_TYPE,

@@ -68,15 +68,15 @@ from constructs import Construct, IConstruct
 from hyperpod_cdk.alerts import LOG_BRIDGE_DIR, LOG_BRIDGE_HANDLER
 from hyperpod_cdk.alerts.events import input_transformer, rollback_pattern, rule_patterns
 from hyperpod_cdk.alerts.log_bridge.handler import FILTER_PATTERN, log_group_name
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge
+from hyperpod_cdk.compliance.packs import acknowledge_controls
 from hyperpod_cdk.config.alerts import (
     PROMETHEUS_TOPIC_ACTIONS,
     TOPIC_KEY_ACTIONS,
     auto_rollback_alarm_name,
     auto_rollback_rule_name,
 )
-from hyperpod_cdk.nag import acknowledge
 
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 # No reserved concurrency: reserving any fails the deploy (the cluster stack's!) in an account

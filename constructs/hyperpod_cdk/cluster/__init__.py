@@ -13,7 +13,7 @@ from hyperpod_cdk.cluster.hyperpod_cluster import (
     HyperPodCluster,
     LifecycleRef,
 )
-from hyperpod_cdk.cluster.lifecycle import (
+from hyperpod_cdk.lifecycle.scripts import (
     SETTINGS_FILE,
     LifecycleScripts,
     content_hash,

@@ -11,14 +11,14 @@ from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.config import facts
-from hyperpod_cdk.nag import acknowledge
+from hyperpod_cdk import facts
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge
+from hyperpod_cdk.compliance.packs import acknowledge_controls
 
 DEFAULT_INSTANCE_CLASS = "db.t4g.medium"
 MYSQL_PORT = 3306
-# MySQL 8.4 (config/facts.py says why and which release). HyperPod takes any MySQL-compatible
+# MySQL 8.4 (facts/__init__.py says why and which release). HyperPod takes any MySQL-compatible
 # database slurmdbd supports (SageMaker API reference, ClusterAccountingDatabase: "an Amazon RDS
 # for MySQL or Aurora MySQL database"). RDS keeps minor versions current afterwards (auto minor
 # version upgrade), which never fights the template.

@@ -29,10 +29,16 @@ from hyperpod_cdk.config.models import (
     Taint,
     TieredStorageConfig,
 )
-from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT, Issue, check_environment
+from hyperpod_cdk.config.rules import (
+    LIFECYCLE_ENTRY_SCRIPT,
+    PACKAGED_SCRIPTS,
+    Issue,
+    check_environment,
+)
 
 __all__ = [
     "LIFECYCLE_ENTRY_SCRIPT",
+    "PACKAGED_SCRIPTS",
     "AutoPatch",
     "ClusterConfig",
     "ConfigError",

@@ -7,7 +7,7 @@ device plugin only on the instance types of its lists (``instanceTypes`` in
 ``nvidia.com/gpu`` and has no health agent, so automatic recovery and Karpenter's prerequisite
 are off without a word; an EFA node off the EFA list has no ``vpc.amazonaws.com/efa``. Each such
 group gets a warning naming the reason and the key that adds the type. The instance facts are
-``config/facts.py`` (NVIDIA_GPU_FAMILIES, NEURON_FAMILIES, EFA_INSTANCE_TYPES,
+``facts/__init__.py`` (NVIDIA_GPU_FAMILIES, NEURON_FAMILIES, EFA_INSTANCE_TYPES,
 EFA_UNCONFIRMED_TYPES); tests/eks/test_chart_instance_types.py ties them to the chart both ways.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -37,7 +37,7 @@ def check_chart_instance_types(cfg: EnvironmentConfig, out: IssueSink) -> None:
     if cfg.is_slurm:
         return
     # pure data, no CDK: safe to import during validation
-    from hyperpod_cdk.eks import chart
+    from hyperpod_cdk.facts import chart
 
     eks = cfg.eks_settings
     deps = eks.dependencies

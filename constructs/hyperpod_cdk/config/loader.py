@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.models import (
     PATTERN_HINTS,
     UNION_TAG_PREFIX,

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 
 # The hint shown when a value does not match a pattern, by pattern (read by the loader).
 PATTERN_HINTS: dict[str, str] = {}
@@ -985,7 +985,7 @@ class EksConfig(StrictModel):
     ) = Field(
         default=None,
         description="Pull every image of the dependencies chart from <image_registry>/<repository>:<tag> "
-        "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.eks.chart --mirror-list REGION` "
+        "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.facts.chart --mirror-list REGION` "
         "lists what to copy). Needed in a closed network for the images of public registries.",
     )
     node_wait_minutes: Annotated[int, Field(ge=1, le=50), WHOLE_NUMBER] = Field(

@@ -34,7 +34,7 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.models import WHOLE_NUMBER, StrictModel, _matching
 
 if TYPE_CHECKING:

@@ -38,7 +38,7 @@ on the same default ports 9100 / 9400 / 9109    "Node scripts")
 An Amazon Managed Prometheus workspace ARN is   botocore 1.44.5 ``amp`` ``WorkspaceArn``,
 ``arn:<partition>:aps:<region>:<account>:       ``WorkspaceId`` (pattern
 workspace/<id>``                                ``[0-9A-Za-z][-.0-9A-Z_a-z]*``)
-Amazon Managed Grafana regions                  :data:`hyperpod_cdk.config.facts.GRAFANA_REGIONS`
+Amazon Managed Grafana regions                  :data:`hyperpod_cdk.facts.GRAFANA_REGIONS`
 ==============================================  ==============================================
 
 Choices: the EKS-only categories are errors on Slurm (the extension has no Kubernetes to
@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 
 from pydantic import Field
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.models import StrictModel, _matching
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.alerts import check_alerts
 from hyperpod_cdk.config.autoscaling import check_autoscaling
 from hyperpod_cdk.config.chart_instance_types import check_chart_instance_types
@@ -693,20 +693,24 @@ def _check_eks(cfg: EnvironmentConfig, out: _Collector) -> None:
                 )
 
 
-# the scripts this package ships: a library app's default (build_node_settings), which lives in
-# site-packages, outside any project, and is the product's own, not a folder a user controls
-_PACKAGED_SCRIPTS = (Path(__file__).parent.parent / "lifecycle_assets").resolve()
+# The lifecycle scripts this package ships (package data, hyperpod_cdk/lifecycle/assets; the
+# repository's lifecycle_assets/ is a symlink to it). A library app's default (build_node_settings)
+# lives in site-packages, outside any project, and is the product's own, not a folder a user
+# controls. Every module that needs the folder takes it from here.
+PACKAGED_SCRIPTS = (Path(__file__).parent.parent / "lifecycle" / "assets").resolve()
 
 
 def _packaged_scripts(directory: Path) -> bool:
     """``directory`` is the scripts folder of an installed ``hyperpod_cdk`` (this one, or the
     one a library app synthesized with, whose environment file the ops commands read here)."""
     package = directory.parent
-    return directory == _PACKAGED_SCRIPTS or (
-        directory.name == "lifecycle_assets"
-        and package.name == "hyperpod_cdk"
-        and (package / "__init__.py").is_file()
-        and (package / "lifecycle_settings.py").is_file()
+    root = package.parent
+    return directory == PACKAGED_SCRIPTS or (
+        directory.name == "assets"
+        and package.name == "lifecycle"
+        and root.name == "hyperpod_cdk"
+        and (root / "__init__.py").is_file()
+        and (package / "settings.py").is_file()
     )
 
 
@@ -747,7 +751,7 @@ def _check_eks_dependencies(cfg: EnvironmentConfig, out: _Collector) -> None:
     if cfg.is_slurm:
         return
     # pure data, no CDK: safe to import during validation
-    from hyperpod_cdk.eks import chart
+    from hyperpod_cdk.facts import chart
 
     eks = cfg.eks_settings
     deps = eks.dependencies
@@ -820,7 +824,7 @@ def _check_closed_network_images(
     cfg: EnvironmentConfig, enabled: list[str], out: _Collector
 ) -> None:
     """A closed network reaches private Amazon ECR registries (through endpoints) only."""
-    from hyperpod_cdk.eks import chart
+    from hyperpod_cdk.facts import chart
 
     registry = cfg.eks_settings.image_registry
     if registry:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import BeforeValidator, Field, field_validator
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.models import (
     WHOLE_NUMBER,
     AbsolutePath,

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Protocol
 
 from pydantic import Field, model_validator
 
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
 from hyperpod_cdk.config.models import WHOLE_NUMBER, InstanceType, StrictModel, _matching
 
 if TYPE_CHECKING:

@@ -19,9 +19,9 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hyperpod_cdk.compliance import acknowledge_framework_function
-from hyperpod_cdk.eks.versions import SUPPORTED_KUBERNETES_VERSIONS, addon_version
-from hyperpod_cdk.nag import acknowledge, cdk_assets_objects
+from hyperpod_cdk.compliance.nag import acknowledge, cdk_assets_objects
+from hyperpod_cdk.compliance.packs import acknowledge_framework_function
+from hyperpod_cdk.facts.versions import SUPPORTED_KUBERNETES_VERSIONS, addon_version
 
 # Every control-plane log type (EKS user guide "Control plane logs").
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
@@ -98,7 +98,7 @@ def pinned_addon(
     configuration: dict[str, Any] | None = None,
     shared_cluster: bool = False,
 ) -> eks_l1.CfnAddon:
-    """One EKS managed add-on, pinned for ``kubernetes_version`` (:mod:`hyperpod_cdk.eks.versions`).
+    """One EKS managed add-on, pinned for ``kubernetes_version`` (:mod:`hyperpod_cdk.facts.versions`).
 
     On a cluster the app creates, ``OVERWRITE``: the add-on owns its Kubernetes
     objects, so it takes over the self-managed copy EKS bootstraps, and a

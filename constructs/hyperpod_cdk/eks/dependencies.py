@@ -9,8 +9,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hyperpod_cdk.eks.chart import CHART_DIR, Release, release_values, releases_for
 from hyperpod_cdk.eks.cluster import ChartRelease
+from hyperpod_cdk.facts.chart import CHART_DIR, Release, release_values, releases_for
 
 
 class ChartTarget(Protocol):
@@ -28,7 +28,7 @@ class HyperPodDependencies(Construct):
     package) is uploaded as a CDK asset, so the kubectl handler fetches it from the
     CDK asset bucket (through the S3 gateway endpoint in a closed network): nothing
     comes from a git repository or a public chart repository at deploy time. It is
-    installed as one release per namespace (:data:`hyperpod_cdk.eks.chart.RELEASES`)
+    installed as one release per namespace (:data:`hyperpod_cdk.facts.chart.RELEASES`)
     holding only the components switched on, with ``wait`` off: the DaemonSets target
     nodes that do not exist until the HyperPod cluster is created.
 

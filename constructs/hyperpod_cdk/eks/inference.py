@@ -32,14 +32,14 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IDependable
 
-from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition, nag_ref
+from hyperpod_cdk.compliance.packs import acknowledge_controls
 from hyperpod_cdk.config.inference import (
     TLS_BUCKET_PREFIX,
     InferenceSettings,
     default_tls_bucket_name,
     operator_role_name,
 )
-from hyperpod_cdk.eks.addon_values import inference_values, metrics_server_values
 from hyperpod_cdk.eks.addons import (
     CERT_MANAGER,
     CERT_MANAGER_VALUES,
@@ -48,7 +48,7 @@ from hyperpod_cdk.eks.addons import (
     _nag_arn,
 )
 from hyperpod_cdk.eks.cluster import pinned_addon
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref
+from hyperpod_cdk.facts.addon_values import inference_values, metrics_server_values
 from hyperpod_cdk.storage.data_bucket import access_log_bucket, secure_bucket_props
 
 INFERENCE = "amazon-sagemaker-hyperpod-inference"

@@ -14,16 +14,16 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.iam.aspects import RolePath
-from hyperpod_cdk.nag import acknowledge
-from hyperpod_cdk.provider_framework import (
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge
+from hyperpod_cdk.compliance.packs import acknowledge_controls
+from hyperpod_cdk.compliance.provider_framework import (
     acknowledge_deploy_time_handler,
     acknowledge_provider_framework,
     cfn_function,
     handler_function,
 )
+from hyperpod_cdk.iam.aspects import RolePath
 
 HANDLER_DIR = Path(__file__).parent / "node_wait_handler"
 RESOURCE_TYPE = "Custom::HyperPodNodeWait"

@@ -1,7 +1,7 @@
 """Task governance as code: the cluster policy, one compute quota per team, the teams' access.
 
 CloudFormation does not offer ``AWS::SageMaker::ClusterSchedulerConfig`` and
-``AWS::SageMaker::ComputeQuota`` in every region where HyperPod runs (:data:`~hyperpod_cdk.eks.task_governance_types.NATIVE_REGIONS`).
+``AWS::SageMaker::ComputeQuota`` in every region where HyperPod runs (:data:`~hyperpod_cdk.facts.task_governance_types.NATIVE_REGIONS`).
 Where a type is missing, the same object is made through the SageMaker API by a custom
 resource whose handler lives in ``task_governance_handler/`` (create, update with the current
 ``TargetVersion``, delete; ``is_complete`` waits for the asynchronous status).
@@ -22,24 +22,24 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IConstruct, IDependable
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition, nag_region
+from hyperpod_cdk.compliance.packs import acknowledge_controls
+from hyperpod_cdk.compliance.provider_framework import (
+    acknowledge_deploy_time_handler,
+    acknowledge_provider_framework,
+    cfn_function,
+    handler_function,
+)
 from hyperpod_cdk.config.task_governance import TaskGovernance, Team, namespace_of
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY, access_entry_id
-from hyperpod_cdk.eks.task_governance_types import (
+from hyperpod_cdk.facts.task_governance_types import (
     COMPUTE_QUOTA_TYPE,
     CUSTOM_TYPES,
     SCHEDULER_CONFIG_TYPE,
     is_native,
 )
 from hyperpod_cdk.iam.aspects import RolePath
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
-from hyperpod_cdk.provider_framework import (
-    acknowledge_deploy_time_handler,
-    acknowledge_provider_framework,
-    cfn_function,
-    handler_function,
-)
 
 HANDLER_DIR = Path(__file__).parent / "task_governance_handler"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -116,7 +116,7 @@ class HyperPodTaskGovernance(Construct):
 
     - The cluster policy (named after the HyperPod cluster) and each team's quota (named
       ``<cluster name>-<team>``) are CloudFormation resources where the region has the type
-      (:data:`~hyperpod_cdk.eks.task_governance_types.NATIVE_REGIONS`), else custom resources of the same content made through the
+      (:data:`~hyperpod_cdk.facts.task_governance_types.NATIVE_REGIONS`), else custom resources of the same content made through the
       SageMaker API. Both wait for :meth:`wait_for` (the task governance add-on: its Kueue
       webhooks must answer); the quotas wait for the policy.
     - Each team principal gets one EKS access entry with :data:`TEAM_ACCESS_POLICY` scoped to

@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
+from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition, nag_region
 
 
 class ClusterAutoScalingRole(Construct):

@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_ref, nag_region
+from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition, nag_ref, nag_region
 
 # The AWS managed policy every HyperPod node role needs (HyperPod prerequisites,
 # "IAM role for SageMaker HyperPod").

@@ -8,7 +8,11 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import CUSTOM_RESOURCE_FAILURES, DEPLOY_TIME_ONLY, skip_check
+from hyperpod_cdk.compliance.checkov_skips import (
+    CUSTOM_RESOURCE_FAILURES,
+    DEPLOY_TIME_ONLY,
+    skip_check,
+)
 
 HANDLER_DIR = Path(__file__).parent / "restrict_default_sg"
 RESOURCE_TYPE = "Custom::VpcRestrictDefaultSG"

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.packs import acknowledge_controls
 from hyperpod_cdk.config.models import EgressRule
 
 # FSx for Lustre user guide "File system access control with Amazon VPC":

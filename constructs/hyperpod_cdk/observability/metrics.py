@@ -68,9 +68,16 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.config import facts
+from hyperpod_cdk import facts
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition, nag_region
+from hyperpod_cdk.compliance.packs import acknowledge_controls
+from hyperpod_cdk.compliance.provider_framework import (
+    acknowledge_deploy_time_handler,
+    acknowledge_provider_framework,
+    cfn_function,
+    handler_function,
+)
 from hyperpod_cdk.config.observability import (
     EXTENSION_NAME,
     EXTENSION_VERSION,
@@ -78,15 +85,8 @@ from hyperpod_cdk.config.observability import (
     SLURM_EXTENSION_SOURCE,
 )
 from hyperpod_cdk.iam.aspects import RolePath
-from hyperpod_cdk.nag import acknowledge, nag_account, nag_partition, nag_region
 from hyperpod_cdk.observability import EXTENSION_HANDLER_DIR
 from hyperpod_cdk.observability.alert_rules import rule_file
-from hyperpod_cdk.provider_framework import (
-    acknowledge_deploy_time_handler,
-    acknowledge_provider_framework,
-    cfn_function,
-    handler_function,
-)
 
 RESOURCE_TYPE: Final = "Custom::HyperPodClusterExtension"
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_14

@@ -9,10 +9,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.nag import acknowledge
+from hyperpod_cdk.compliance.packs import acknowledge_controls
 from hyperpod_cdk.context import SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, require_feature_flags
-from hyperpod_cdk.nag import acknowledge
 
 
 def secure_bucket_props() -> dict[str, object]:

@@ -14,9 +14,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
-from hyperpod_cdk.checkov_skips import skip_check
-from hyperpod_cdk.compliance import acknowledge_controls
-from hyperpod_cdk.provider_framework import acknowledge_deploy_time_handler, cfn_function
+from hyperpod_cdk.compliance.checkov_skips import skip_check
+from hyperpod_cdk.compliance.packs import acknowledge_controls
+from hyperpod_cdk.compliance.provider_framework import acknowledge_deploy_time_handler, cfn_function
 
 HANDLER_DIR = Path(__file__).parent / "key_policy_handler"
 RESOURCE_TYPE = "Custom::FsxDataKeyPolicy"

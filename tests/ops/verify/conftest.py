@@ -1,5 +1,5 @@
 """Every AWS operation a make verify test makes must be in the permissions table
-(hyperpod_cdk.ops.verify.permissions), so docs/operations.md lists what verify needs."""
+(hyperpod_ops.verify.permissions), so docs/operations.md lists what verify needs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from ops_testkit import StubbedAws
 
-from hyperpod_cdk.ops.verify.permissions import BY_OPERATION
+from hyperpod_ops.verify.permissions import BY_OPERATION
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """A fake Kubernetes API server for the EKS checks of ``make verify``: a transport
-(:data:`hyperpod_cdk.ops.k8s.Transport`) that keeps objects by path and answers the way the API
+(:data:`hyperpod_ops.k8s.Transport`) that keeps objects by path and answers the way the API
 server does on what the checks use:
 
 - GET of an object (200, or 404 ``NotFound``), of a list (``{"kind": "List", "items": [...]}``;
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperpod_cdk.ops.k8s import Response
+from hyperpod_ops.k8s import Response
 
 _PREFIX = r"(/api/v1|/apis/[^/]+/[^/]+)"
 _LOG = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/log$")

@@ -19,8 +19,8 @@ from botocore.stub import Stubber
 from ops_testkit import NOW, StubbedAws, cluster_absent, cluster_present, environment
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.ops.verify import aws_checks
-from hyperpod_cdk.ops.verify.aws_checks import (
+from hyperpod_ops.verify import aws_checks
+from hyperpod_ops.verify.aws_checks import (
     FsxFacts,
     check_cluster,
     check_dra,
@@ -30,7 +30,7 @@ from hyperpod_cdk.ops.verify.aws_checks import (
     load_cluster,
     scratch_path,
 )
-from hyperpod_cdk.ops.verify.model import RUN_LABEL, Node, Options, Result, VerifyRun
+from hyperpod_ops.verify.model import RUN_LABEL, Node, Options, Result, VerifyRun
 
 RUN_ID = "hpv-0123456789ab"
 CLUSTER = "ml-research"

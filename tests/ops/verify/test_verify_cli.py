@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 from ops_testkit import PROJECT_ROOT, StubbedAws, cluster_arn
 
-from hyperpod_cdk.ops.k8s import KubernetesUnreachable, Response
-from hyperpod_cdk.ops.verify import aws_checks, cli, slurm
-from hyperpod_cdk.ops.verify.model import Created, VerifyRun
+from hyperpod_ops.k8s import KubernetesUnreachable, Response
+from hyperpod_ops.verify import aws_checks, cli, slurm
+from hyperpod_ops.verify.model import Created, VerifyRun
 
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "ops" / "fixtures" / "ssm"))
 from fake_ssm import FakePlugin, install_plugin, session  # noqa: E402
@@ -374,7 +374,7 @@ def test_the_token_is_renewed_during_a_long_run(
 
 
 def test_team_and_priority_class_reach_the_run_options() -> None:
-    from hyperpod_cdk.ops.verify import cli
+    from hyperpod_ops.verify import cli
 
     own, rest = cli._options(["--team", "research", "--priority-class", "training", "CONFIG=x"])
     assert (own.team, own.priority_class, rest) == ("research", "training", ["CONFIG=x"])

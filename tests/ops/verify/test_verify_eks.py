@@ -21,9 +21,9 @@ from ec2_answers import G6E_48XLARGE, M5_2XLARGE, described, unknown
 from fake_kube import FakeKube, JobScript, PodScript
 from ops_testkit import StubbedAws, environment
 
-from hyperpod_cdk.ops.k8s import Kubernetes
-from hyperpod_cdk.ops.verify import aws_checks, eks
-from hyperpod_cdk.ops.verify.model import RUN_LABEL, Node, Options, Result, VerifyRun
+from hyperpod_ops.k8s import Kubernetes
+from hyperpod_ops.verify import aws_checks, eks
+from hyperpod_ops.verify.model import RUN_LABEL, Node, Options, Result, VerifyRun
 
 RUN_ID = "hpv-0123456789ab"
 GPU_IDS = ["i-0aaaaaaaaaaaaaaa1", "i-0aaaaaaaaaaaaaaa2", "i-0aaaaaaaaaaaaaaa3"]
@@ -249,7 +249,7 @@ def test_fewer_gpus_allocatable_than_the_type_has_fails(aws: StubbedAws) -> None
 
 
 def test_a_type_off_the_charts_efa_list_is_named_with_the_key_that_adds_it(aws: StubbedAws) -> None:  # fmt: skip
-    """ml.g7's EFA support is unconfirmed before the deploy (config/facts.py
+    """ml.g7's EFA support is unconfirmed before the deploy (facts/__init__.py
     EFA_UNCONFIRMED_TYPES): when EC2 says the type has EFA but no plugin runs there, the fix is
     the chart list's config key, not the plugin switch. (The EC2 answer is this test's input.)"""
     g7 = {**G6E_48XLARGE, "InstanceType": "g7.48xlarge"}

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_cdk.config.facts import HYPERPOD_INSTANCE_TYPES
-from hyperpod_cdk.ops.verify import gates
-from hyperpod_cdk.ops.verify.parsers import NcclRow, NcclRun, parse_nccl
+from hyperpod_cdk.facts import HYPERPOD_INSTANCE_TYPES
+from hyperpod_ops.verify import gates
+from hyperpod_ops.verify.parsers import NcclRow, NcclRun, parse_nccl
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 GiB = 1024**3

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from ops_testkit import environment
 
-from hyperpod_cdk.ops.ssm import RemoteResult
-from hyperpod_cdk.ops.verify import cli, imds
-from hyperpod_cdk.ops.verify.model import CHECK_ORDER, Node, VerifyRun
+from hyperpod_ops.ssm import RemoteResult
+from hyperpod_ops.verify import cli, imds
+from hyperpod_ops.verify.model import CHECK_ORDER, Node, VerifyRun
 
 TOOLS = {
     # IMDS as the node answers: users' UIDs (2000 and up) refused when FAKE_RESTRICTED=1

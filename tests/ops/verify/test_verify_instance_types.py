@@ -9,8 +9,8 @@ import pytest
 from ec2_answers import G6E_48XLARGE, M5_2XLARGE, card, described, unknown
 from ops_testkit import StubbedAws, environment
 
-from hyperpod_cdk.ops.verify import gates, instance_types
-from hyperpod_cdk.ops.verify.model import VerifyRun
+from hyperpod_ops.verify import gates, instance_types
+from hyperpod_ops.verify.model import VerifyRun
 
 G6E = "ml.g6e.48xlarge"
 

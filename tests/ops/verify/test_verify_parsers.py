@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hyperpod_cdk.ops.verify.parsers import (
+from hyperpod_ops.verify.parsers import (
     parse_dd,
     parse_fio,
     parse_lustre_mounts,

@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 from ops_testkit import environment
 
-from hyperpod_cdk.ops.verify import report
-from hyperpod_cdk.ops.verify.model import (
+from hyperpod_ops.verify import report
+from hyperpod_ops.verify.model import (
     CHECK_ORDER,
     DEPENDS_ON,
     Options,
@@ -24,7 +24,7 @@ from hyperpod_cdk.ops.verify.model import (
     passed,
     skipped,
 )
-from hyperpod_cdk.ops.verify.runner import Removal, Timed, clean_up, run_checks
+from hyperpod_ops.verify.runner import Removal, Timed, clean_up, run_checks
 
 SCHEMA = json.loads(
     (Path(__file__).resolve().parents[3] / "docs" / "verify-report.schema.json").read_text()
@@ -243,7 +243,7 @@ def test_run_ids_are_short_unique_and_label_safe() -> None:
 
 
 def test_the_docs_list_the_permissions_table() -> None:
-    from hyperpod_cdk.ops.verify.permissions import markdown_table
+    from hyperpod_ops.verify.permissions import markdown_table
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "operations.md").read_text()
     start, end = "<!-- verify-permissions:start -->\n", "<!-- verify-permissions:end -->"

@@ -22,9 +22,9 @@ from ec2_answers import G6E_48XLARGE, described, unknown
 from ops_testkit import StubbedAws, environment
 from support import real_tools
 
-from hyperpod_cdk.ops.ssm import RemoteResult
-from hyperpod_cdk.ops.verify import aws_checks, slurm
-from hyperpod_cdk.ops.verify.model import Node, Options, Result, VerifyRun
+from hyperpod_ops.ssm import RemoteResult
+from hyperpod_ops.verify import aws_checks, slurm
+from hyperpod_ops.verify.model import Node, Options, Result, VerifyRun
 
 FAKE = Path(__file__).resolve().parent / "fake_slurm"
 DNS = "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com"

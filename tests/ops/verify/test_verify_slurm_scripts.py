@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from support import real_tools
 
-from hyperpod_cdk.ops.verify import slurm
+from hyperpod_ops.verify import slurm
 
 NODE_DIR = Path(slurm.__file__).resolve().parent / "node"
 FAKE = Path(__file__).resolve().parent / "fake_slurm"
