@@ -273,6 +273,15 @@ def test_node_recovery_and_provisioning_mode(shipped) -> None:
     assert props["NodeProvisioningMode"] == shipped.config.cluster.node_provisioning_mode
 
 
+def test_autoscaling_cluster_role_and_tiered_storage_only_when_configured(shipped) -> None:
+    # eks-full sets all three (test_stack_eks.py asserts their values); the other configs none
+    config = shipped.config.cluster
+    props = cluster(shipped)
+    assert ("AutoScaling" in props) == config.auto_scaling
+    assert ("ClusterRole" in props) == (config.auto_scaling or config.cluster_role_arn is not None)
+    assert ("TieredStorageConfig" in props) == (config.tiered_storage is not None)
+
+
 def test_cluster_is_in_the_main_compute_subnet(shipped) -> None:
     vpc = shipped.resolve(cluster(shipped)["VpcConfig"])
     net = shipped.config.network
