@@ -4,9 +4,12 @@ orchestrator, recovery and provisioning modes, and the VPC config."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
-from stack_testkit import LIFECYCLE_PREFIX, get_att, joined_text
+import pytest
+from stack_testkit import LIFECYCLE_PREFIX, get_att, joined_text, shipped_params, strings
 
 from stacks.environment import LIFECYCLE_BUCKET_TAG
 
@@ -229,6 +232,26 @@ def test_no_kubernetes_settings_on_a_slurm_cluster(shipped_slurm) -> None:
 
 
 # -- orchestrator ----------------------------------------------------------------------------
+
+
+# a 12-digit number on its own: an account ID
+ACCOUNT_ID = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: c.account is None))
+def test_a_config_without_an_account_names_no_account_in_its_templates(
+    path: Path, synthesized
+) -> None:
+    """Without ``account`` the stacks are account-agnostic: every ARN and name reads
+    ``AWS::AccountId`` (minimal, default, existing-vpc-fsx, eks-minimal)."""
+    synth = synthesized(path)
+    found = {
+        (stack, where, number)
+        for stack, template in synth.templates.items()
+        for where, text in strings(template)
+        for number in ACCOUNT_ID.findall(text)
+    }
+    assert found == set()
 
 
 def test_slurm_orchestrator_has_no_config_strategy_under_continuous(shipped_slurm) -> None:
