@@ -118,12 +118,21 @@ def _inventory(synth: Any) -> set[tuple[str, str, str]]:
 )
 def test_other_configs_build_nothing_the_snapshots_do_not_show(path: Path, synthesized) -> None:
     """Every resource of a config without a snapshot is one its orchestrator's snapshotted config
-    builds too (same stack, construct path and type), or one of its EXTRAS: what it leaves out
-    and how the resources differ are asserted by the fine-grained tests."""
+    builds too (same stack, construct path and type), or one of its EXTRAS, and so is each of
+    its outputs: what it leaves out and how the resources differ are asserted by the
+    fine-grained tests."""
     synth = synthesized(path)
     snapshotted = synthesized("full" if synth.config.is_slurm else "eks-full")
     name = config_id(path)
     assert _inventory(synth) - _inventory(snapshotted) == EXTRAS.get(name, set())
+    # and no output of its own
+    assert {
+        (kind, output)
+        for kind in STACK_KINDS
+        if synth.has(kind)
+        for output in synth.outputs(kind)
+        if not snapshotted.has(kind) or output not in snapshotted.outputs(kind)
+    } == set()
 
 
 def test_scrubbed_snapshot_has_no_volatile_values(synthesized) -> None:
