@@ -3,6 +3,7 @@ values every shipped EKS config really deploys (read back from its synthesized t
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -105,9 +106,67 @@ def test_every_layers_helm_lints_and_renders_the_chart(minor: int) -> None:
                       kube_version=version)  # fmt: skip
 
 
-@pytest.mark.parametrize("path", EKS)
+# the one EKS config that installs every component (the snapshot), and the others
+SNAPSHOT_CONFIG = "eks-full"
+OTHERS = [p for p in EKS if p.id != SNAPSHOT_CONFIG]
+POLICY_BINDING = ("ValidatingAdmissionPolicyBinding", "hyperpod-cdk-workload-pods")
+
+
+@pytest.mark.parametrize("path", [p for p in EKS if p.id == SNAPSHOT_CONFIG])
 def test_rendered_manifests_match_snapshot(path: Path, synthesized, snapshot_json) -> None:
-    assert _render_deployed(synthesized(path)) == snapshot_json
+    synth = synthesized(path)
+    assert set(synth.config.eks_settings.dependencies.enabled()) == set(chart.DEPENDENCY_KEYS)
+    assert _render_deployed(synth) == snapshot_json
+
+
+def _component(obj: dict[str, Any]) -> str:
+    return str(obj["metadata"]["labels"]["app.kubernetes.io/component"])
+
+
+def _binding_namespaces(rendered: dict[str, list[dict[str, Any]]]) -> list[str]:
+    (binding,) = [
+        o for objs in rendered.values() for o in objs
+        if (o["kind"], o["metadata"]["name"]) == POLICY_BINDING
+    ]  # fmt: skip
+    (expression,) = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"]
+    assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "In"
+    return list(expression["values"])
+
+
+@pytest.mark.parametrize("path", OTHERS)
+def test_other_configs_render_the_snapshotted_objects_of_their_components(
+    path: Path, synthesized
+) -> None:
+    """What the snapshot of another EKS config would hold: the snapshotted config's objects of
+    the components it enables, each the same, and the pod policy binding holding the scientists'
+    namespace and its task governance teams' (scientist_rbac, a component, labels its objects
+    with its key's name; the policy objects are labelled pod-policy)."""
+    from hyperpod_cdk.config.task_governance import namespace_of
+
+    synth = synthesized(path)
+    eks = synth.config.eks_settings
+    enabled = eks.dependencies.enabled()
+    teams = [
+        namespace_of(t.name) for t in (eks.task_governance.teams if eks.task_governance else [])
+    ]
+    labels = {key.replace("_", "-") for key in enabled} | {"pod-policy"}
+    full = _render_deployed(synthesized(SNAPSHOT_CONFIG))
+    mine = _render_deployed(synth)
+    assert _binding_namespaces(mine) == chart.pod_policy_namespaces(enabled, teams)
+    if "scientist_rbac" in enabled:
+        assert _binding_namespaces(mine)[0] == "hyperpod-scientists"
+
+    def comparable(rendered: dict[str, list[dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        """The objects of the enabled components, the binding's namespaces left out."""
+        result = copy.deepcopy(rendered)
+        for objs in result.values():
+            for o in objs:
+                if (o["kind"], o["metadata"]["name"]) == POLICY_BINDING:
+                    del o["spec"]["matchResources"]["namespaceSelector"]
+        return {r: [o for o in objs if _component(o) in labels] for r, objs in result.items()}
+
+    expected = {r: objs for r, objs in comparable(full).items() if objs or r in mine}
+    assert comparable(mine) == expected
 
 
 # -- what the rendered objects are -----------------------------------------------------------

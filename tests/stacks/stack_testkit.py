@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -231,15 +231,75 @@ def _scrub(value: Any) -> Any:
     return value
 
 
-def scrub_template(template: dict[str, Any]) -> dict[str, Any]:
+# What aws-cdk-lib makes for itself, the same in every app whatever the project asks for:
+# - everything below a custom_resources.Provider (its framework functions with their roles,
+#   policies and log groups, and the waiter state machine; the onEvent/isComplete handlers
+#   given to it are the project's and sit outside it),
+# - everything below an AwsCliLayer (of a BucketDeployment or the EKS kubectl provider),
+# - the singletons CDK puts at the stack root under its own ids: BucketDeployment's handler
+#   (one per memory size), logs.LogRetention's function and core.CustomResourceProvider's
+#   auto-delete handler for S3 buckets.
+# The custom resources that call them (Custom::CDKBucketDeployment, Custom::LogRetention,
+# Custom::S3AutoDeleteObjects, ...) and the kubectl handler (which runs in the project's
+# subnets with the project's kubectl layer) are not in it.
+FRAMEWORK_ROOT_ID = re.compile(
+    r"Custom::CDKBucketDeployment[0-9A-F]{32}\w*"
+    r"|LogRetention[0-9a-f]{32}"
+    r"|Custom::S3AutoDeleteObjectsCustomResourceProvider"
+)
+FRAMEWORK_PLACEHOLDER = "<CDK framework: {type}>"
+
+
+def resource_paths(stack: Any) -> dict[str, str]:
+    """Logical id -> construct path below the stack, of every resource in ``stack``'s template."""
+    import aws_cdk as cdk
+
+    base = stack.node.path
+    return {
+        stack.resolve(construct.logical_id): construct.node.path.removeprefix(base + "/")
+        for construct in stack.node.find_all()
+        if isinstance(construct, cdk.CfnResource) and construct.stack.node.path == base
+    }
+
+
+def framework_resources(stack: Any) -> set[str]:
+    """The logical ids of the resources aws-cdk-lib makes for itself in ``stack``, found by
+    their place in the construct tree (see ``FRAMEWORK_ROOT_ID``)."""
+    import aws_cdk as cdk
+    from aws_cdk import custom_resources as cr
+    from aws_cdk.lambda_layer_awscli import AwsCliLayer
+
+    base = stack.node.path
+    depth = len(stack.node.scopes)
+    found = set()
+    for construct in stack.node.find_all():
+        if not isinstance(construct, cdk.CfnResource) or construct.stack.node.path != base:
+            continue
+        below = construct.node.scopes[depth:]  # the stack's child first, the resource last
+        if FRAMEWORK_ROOT_ID.fullmatch(below[0].node.id) or any(
+            isinstance(scope, (cr.Provider, AwsCliLayer)) for scope in below[:-1]
+        ):
+            found.add(stack.resolve(construct.logical_id))
+    return found
+
+
+def scrub_template(template: dict[str, Any], framework: Collection[str] = ()) -> dict[str, Any]:
     """A template without volatile values, for a snapshot that shows only real changes.
 
     Asset hashes (64 hex digits, also in S3 keys like ``<hash>.zip``), the lifecycle content
-    hash, the bootstrap version check, CDKMetadata and ``aws:cdk:path`` metadata are replaced
-    or removed; everything else (cdk-nag metadata included) stays.
+    hash, the bootstrap version check and CDKMetadata are replaced or removed; every resource's
+    ``Metadata`` is dropped (the cdk-nag acknowledgments and checkov skips in it are checked
+    one by one by tests/stacks/test_stack_nag.py and test_stack_checkov.py); each resource
+    named in ``framework`` (``framework_resources``) becomes one line, ``<CDK framework:
+    <type>>``, so its logical id still shows when it comes or goes.
     """
     result = copy.deepcopy(template)
-    result.get("Resources", {}).pop("CDKMetadata", None)
+    resources = result.get("Resources", {})
+    resources.pop("CDKMetadata", None)
+    for logical_id, resource in resources.items():
+        resource.pop("Metadata", None)
+        if logical_id in framework:
+            resources[logical_id] = FRAMEWORK_PLACEHOLDER.format(type=resource["Type"])
     result.get("Parameters", {}).pop("BootstrapVersion", None)
     result.get("Rules", {}).pop("CheckBootstrapVersion", None)
     result.get("Conditions", {}).pop("CDKMetadataAvailable", None)
@@ -248,6 +308,12 @@ def scrub_template(template: dict[str, Any]) -> dict[str, Any]:
             del result[section]
     scrubbed: dict[str, Any] = _scrub(result)
     return scrubbed
+
+
+def scrubbed_template(synth: Any, kind: str) -> dict[str, Any]:
+    """One stack of a synthesized environment, scrubbed for its snapshot, CDK's framework
+    resources found in the construct tree."""
+    return scrub_template(synth.template(kind), framework_resources(synth.stack(kind)))
 
 
 def lifecycle_asset_dirs(synth: Any) -> list[Path]:

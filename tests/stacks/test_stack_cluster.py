@@ -4,9 +4,12 @@ orchestrator, recovery and provisioning modes, and the VPC config."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
-from stack_testkit import LIFECYCLE_PREFIX, get_att, joined_text
+import pytest
+from stack_testkit import LIFECYCLE_PREFIX, get_att, joined_text, shipped_params, strings
 
 from stacks.environment import LIFECYCLE_BUCKET_TAG
 
@@ -231,6 +234,26 @@ def test_no_kubernetes_settings_on_a_slurm_cluster(shipped_slurm) -> None:
 # -- orchestrator ----------------------------------------------------------------------------
 
 
+# a 12-digit number on its own: an account ID
+ACCOUNT_ID = re.compile(r"(?<![0-9])[0-9]{12}(?![0-9])")
+
+
+@pytest.mark.parametrize("path", shipped_params(lambda c: c.account is None))
+def test_a_config_without_an_account_names_no_account_in_its_templates(
+    path: Path, synthesized
+) -> None:
+    """Without ``account`` the stacks are account-agnostic: every ARN and name reads
+    ``AWS::AccountId`` (minimal, default, existing-vpc-fsx, eks-minimal)."""
+    synth = synthesized(path)
+    found = {
+        (stack, where, number)
+        for stack, template in synth.templates.items()
+        for where, text in strings(template)
+        for number in ACCOUNT_ID.findall(text)
+    }
+    assert found == set()
+
+
 def test_slurm_orchestrator_has_no_config_strategy_under_continuous(shipped_slurm) -> None:
     assert shipped_slurm.config.cluster.node_provisioning_mode == "Continuous"
     slurm = cluster(shipped_slurm)["Orchestrator"]["Slurm"]
@@ -271,6 +294,15 @@ def test_node_recovery_and_provisioning_mode(shipped) -> None:
     props = cluster(shipped)
     assert props["NodeRecovery"] == shipped.config.cluster.node_recovery
     assert props["NodeProvisioningMode"] == shipped.config.cluster.node_provisioning_mode
+
+
+def test_autoscaling_cluster_role_and_tiered_storage_only_when_configured(shipped) -> None:
+    # eks-full sets all three (test_stack_eks.py asserts their values); the other configs none
+    config = shipped.config.cluster
+    props = cluster(shipped)
+    assert ("AutoScaling" in props) == config.auto_scaling
+    assert ("ClusterRole" in props) == (config.auto_scaling or config.cluster_role_arn is not None)
+    assert ("TieredStorageConfig" in props) == (config.tiered_storage is not None)
 
 
 def test_cluster_is_in_the_main_compute_subnet(shipped) -> None:

@@ -9,7 +9,7 @@ import re
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_logs as logs
-from stack_testkit import config_data
+from stack_testkit import STACK_KINDS, config_data, resource_paths
 
 from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, register_compliance_packs
 
@@ -137,3 +137,28 @@ def test_acknowledgments_ship_in_the_template_metadata(shipped) -> None:
         rule = finding_id(finding)
         if NAG_RULE.match(rule):
             assert (rule, reason) in written, rule
+
+
+def test_template_metadata_holds_exactly_the_acknowledgments_of_each_resource(shipped) -> None:
+    """Each rule in a resource's ``Metadata.cdk_nag`` is an acknowledgment made on that resource
+    or a construct above it, with the same reason; and each acknowledgment reaches the metadata
+    of a resource below it. (The snapshots show no Metadata: this is where it is held.)"""
+    reasons = {
+        (path.strip("/"), finding_id(f)): reason for path, f, reason in shipped.acknowledgments
+    }
+    reached = set()
+    for kind in [k for k in STACK_KINDS if shipped.has(k)]:
+        stack = shipped.stack(kind)
+        paths = resource_paths(stack)
+        for logical_id, resource in shipped.resources(kind).items():
+            rules = resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+            if not rules:
+                continue
+            parts = f"{stack.node.path}/{paths[logical_id]}".split("/")
+            scopes = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+            for rule in rules:
+                found = [s for s in scopes if reasons.get((s, rule["id"])) == rule["reason"]]
+                assert found, (kind, logical_id, rule["id"])
+                reached.add((found[0], rule["id"]))
+    nag = {key for key in reasons if NAG_RULE.match(key[1])}
+    assert nag - reached == set()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from stack_testkit import depends_on, ref, shipped_params
+from stack_testkit import STACK_KINDS, depends_on, get_att, ref, shipped_params
 
 from hyperpod_cdk.facts import CLOSED_NETWORK_ENDPOINTS
 
@@ -232,6 +232,24 @@ def test_flow_log_of_all_traffic_to_a_retained_log_group(path: Path, synthesized
     log_group = synth.network_resources()[props["LogGroupName"]["Ref"]]
     assert log_group["DeletionPolicy"] == "Retain"
     assert log_group["Properties"]["RetentionInDays"] > 0
+
+
+def test_every_log_group_is_encrypted_with_the_environments_logs_key(shipped) -> None:
+    """Every log group of every stack, those of CDK's own framework functions included (the
+    EncryptLogGroups aspect; their bodies are scrubbed from the snapshots), uses the network
+    stack's logs key."""
+    (key_id,) = [
+        k for k in shipped.resources("network", "AWS::KMS::Key") if k.startswith("NetworkLogsKey")
+    ]
+    groups = {
+        (kind, logical_id): group
+        for kind in STACK_KINDS
+        if shipped.has(kind)
+        for logical_id, group in shipped.resources(kind, "AWS::Logs::LogGroup").items()
+    }
+    assert groups
+    for where, group in groups.items():
+        assert shipped.resolve(group["Properties"]["KmsKeyId"]) == get_att(key_id, "Arn"), where
 
 
 def test_no_flow_log_when_flow_logs_is_false(build_variant) -> None:
