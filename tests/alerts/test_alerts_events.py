@@ -76,7 +76,7 @@ def test_warn_level_adds_warn_events_and_never_info() -> None:
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_another_clusters_events_match_no_rule(name: str) -> None:
-    """Acceptance 2: the same events from another cluster of the account alert nobody here."""
+    """The same events from another cluster of the account alert nobody here."""
     patterns = rule_patterns(CLUSTER_ARN, event_levels=["Error", "Warn"], node_health=True)
     event = copy.deepcopy(sample(name))
     event["resources"] = [OTHER_ARN]
