@@ -11,6 +11,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_sns as sns
+from support.eventbridge import matches
 
 import hyperpod_cdk
 from hyperpod_cdk.alerts.construct import (
@@ -23,7 +24,6 @@ from hyperpod_cdk.alerts.events import (
     CLUSTER_STATE,
     NODE_HEALTH,
     input_transformer,
-    matches,
     rollback_pattern,
 )
 from hyperpod_cdk.alerts.log_bridge.handler import FILTER_PATTERN

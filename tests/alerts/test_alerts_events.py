@@ -1,6 +1,7 @@
 """The EventBridge rules on HyperPod's events: which sample events each rule matches (the
-samples follow AWS's documented events), that another cluster's events match none, the
-matcher's operators one by one (a match and a near miss each), and the text a person reads."""
+samples follow AWS's documented events), that another cluster's events match none, and the text
+a person reads. The EventBridge emulator these run through is tests/support/eventbridge.py
+(its own tests: test_eventbridge_emulator.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.eventbridge import matches, render
 
 from hyperpod_cdk.alerts.events import (
     CLUSTER_EVENT,
@@ -17,8 +19,6 @@ from hyperpod_cdk.alerts.events import (
     DETAIL_TYPES,
     NODE_HEALTH,
     input_transformer,
-    matches,
-    render,
     rule_patterns,
 )
 
@@ -76,7 +76,7 @@ def test_warn_level_adds_warn_events_and_never_info() -> None:
 
 @pytest.mark.parametrize("name", SAMPLES)
 def test_another_clusters_events_match_no_rule(name: str) -> None:
-    """Acceptance 2: the same events from another cluster of the account alert nobody here."""
+    """The same events from another cluster of the account alert nobody here."""
     patterns = rule_patterns(CLUSTER_ARN, event_levels=["Error", "Warn"], node_health=True)
     event = copy.deepcopy(sample(name))
     event["resources"] = [OTHER_ARN]
@@ -125,119 +125,6 @@ def test_an_unknown_unhealthy_status_still_alerts() -> None:
 def test_info_level_is_refused() -> None:
     with pytest.raises(ValueError, match=r"\['Info'\] are not alert levels"):
         rule_patterns(CLUSTER_ARN, event_levels=["Error", "Info"], node_health=True)
-
-
-# -- the matcher, operator by operator ---------------------------------------------------------
-
-EVENT: dict[str, Any] = {
-    "source": "aws.sagemaker",
-    "time": "2026-11-25T12:00:00Z",
-    "detail": {
-        "state": "Running",
-        "name": "HyperPod-Cluster",
-        "file": "logs/node/agent.LOG",
-        "count": 5,
-        "ratio": 0.75,
-        "flag": True,
-        "nothing": None,
-        "empty": "",
-        "ip": "10.0.3.17",
-        "tags": ["gpu", "p5"],
-        "groups": [{"Name": "cpu", "Status": "InService"}, {"Name": "gpu", "Status": "Failed"}],
-        "nested": {"level": "Error"},
-    },
-}
-
-OPERATOR_CASES = [
-    # (pattern, matches EVENT?)
-    ({"source": ["aws.sagemaker"]}, True),
-    ({"source": ["aws.ec2"]}, False),
-    ({"source": ["aws.ec2", "aws.sagemaker"]}, True),
-    ({"detail": {"nested": {"level": ["Error"]}}}, True),
-    ({"detail": {"nested": {"level": ["Warn"]}}}, False),
-    ({"detail": {"count": [5]}}, True),
-    ({"detail": {"count": [5.0]}}, True),
-    ({"detail": {"count": ["5"]}}, False),
-    ({"detail": {"flag": [True]}}, True),
-    ({"detail": {"flag": [1]}}, False),
-    ({"detail": {"nothing": [None]}}, True),
-    ({"detail": {"empty": [None]}}, False),
-    ({"detail": {"empty": [""]}}, True),
-    ({"detail": {"tags": ["p5"]}}, True),
-    ({"detail": {"tags": ["p4d"]}}, False),
-    ({"detail": {"groups": {"Status": ["Failed"]}}}, True),
-    ({"detail": {"groups": {"Status": ["Deleting"]}}}, False),
-    ({"detail": {"groups": {"Name": ["cpu"], "Status": ["InService"]}}}, True),
-    ({"detail": {"groups": {"Name": ["cpu"], "Status": ["Failed"]}}}, False),
-    ({"time": [{"prefix": "2026-11-25"}]}, True),
-    ({"time": [{"prefix": "2026-11-26"}]}, False),
-    ({"detail": {"name": [{"prefix": {"equals-ignore-case": "hyperpod-"}}]}}, True),
-    ({"detail": {"name": [{"prefix": "hyperpod-"}]}}, False),
-    ({"detail": {"file": [{"suffix": ".LOG"}]}}, True),
-    ({"detail": {"file": [{"suffix": ".log"}]}}, False),
-    ({"detail": {"file": [{"suffix": {"equals-ignore-case": ".log"}}]}}, True),
-    ({"detail": {"count": [{"prefix": "5"}]}}, False),
-    ({"detail": {"state": [{"equals-ignore-case": "RUNNING"}]}}, True),
-    ({"detail": {"state": [{"equals-ignore-case": "RUNNIN"}]}}, False),
-    ({"detail": {"file": [{"wildcard": "logs/*/agent.*"}]}}, True),
-    ({"detail": {"file": [{"wildcard": "logs/*/health.*"}]}}, False),
-    ({"detail": {"name": [{"wildcard": "HyperPod\\*"}]}}, False),
-    ({"detail": {"state": [{"anything-but": "Stopped"}]}}, True),
-    ({"detail": {"state": [{"anything-but": "Running"}]}}, False),
-    ({"detail": {"state": [{"anything-but": ["Stopped", "Pending"]}]}}, True),
-    ({"detail": {"state": [{"anything-but": ["Stopped", "Running"]}]}}, False),
-    ({"detail": {"count": [{"anything-but": [4, 6]}]}}, True),
-    ({"detail": {"count": [{"anything-but": 5}]}}, False),
-    ({"detail": {"state": [{"anything-but": {"prefix": "Stop"}}]}}, True),
-    ({"detail": {"state": [{"anything-but": {"prefix": "Run"}}]}}, False),
-    ({"detail": {"file": [{"anything-but": {"suffix": ".txt"}}]}}, True),
-    ({"detail": {"file": [{"anything-but": {"suffix": ".LOG"}}]}}, False),
-    ({"detail": {"state": [{"anything-but": {"equals-ignore-case": "stopped"}}]}}, True),
-    ({"detail": {"state": [{"anything-but": {"equals-ignore-case": "running"}}]}}, False),
-    ({"detail": {"file": [{"anything-but": {"wildcard": "*/lib/*"}}]}}, True),
-    ({"detail": {"file": [{"anything-but": {"wildcard": "*/node/*"}}]}}, False),
-    ({"detail": {"missing": [{"anything-but": "x"}]}}, False),
-    ({"detail": {"state": [{"exists": True}]}}, True),
-    ({"detail": {"missing": [{"exists": True}]}}, False),
-    ({"detail": {"missing": [{"exists": False}]}}, True),
-    ({"detail": {"state": [{"exists": False}]}}, False),
-    ({"absent": {"deeper": [{"exists": False}]}}, True),
-    ({"detail": {"nested": [{"exists": True}]}}, False),
-    ({"detail": {"count": [{"numeric": [">", 0, "<=", 5]}]}}, True),
-    ({"detail": {"count": [{"numeric": [">", 0, "<", 5]}]}}, False),
-    ({"detail": {"ratio": [{"numeric": ["=", 0.75]}]}}, True),
-    ({"detail": {"ratio": [{"numeric": [">=", 1]}]}}, False),
-    ({"detail": {"state": [{"numeric": [">", 0]}]}}, False),
-    ({"detail": {"ip": [{"cidr": "10.0.0.0/16"}]}}, True),
-    ({"detail": {"ip": [{"cidr": "10.1.0.0/16"}]}}, False),
-    ({"detail": {"$or": [{"state": ["Stopped"]}, {"count": [{"numeric": [">", 4]}]}]}}, True),
-    ({"detail": {"$or": [{"state": ["Stopped"]}, {"count": [{"numeric": [">", 5]}]}]}}, False),
-    ({"source": ["aws.sagemaker"], "detail": {"state": ["Stopped"]}}, False),
-]
-
-
-@pytest.mark.parametrize(("pattern", "expected"), OPERATOR_CASES, ids=lambda v: json.dumps(v))
-def test_matcher_operator(pattern: dict[str, Any], expected: bool) -> None:
-    assert matches(pattern, EVENT) is expected
-
-
-@pytest.mark.parametrize(
-    "pattern",
-    [
-        {"source": "aws.sagemaker"},
-        {"source": []},
-        {"source": [{"startswith": "aws."}]},
-        {"source": [{"prefix": "aws.", "suffix": "maker"}]},
-        {"detail": {"count": [{"numeric": [">", "zero"]}]}},
-        {"detail": {"count": [{"numeric": [">"]}]}},
-        {"detail": {"state": [{"exists": "yes"}]}},
-        {"$or": []},
-    ],
-    ids=lambda v: json.dumps(v),
-)
-def test_matcher_refuses_malformed_patterns(pattern: dict[str, Any]) -> None:
-    with pytest.raises(ValueError):
-        matches(pattern, EVENT)
 
 
 # -- the text a person reads -------------------------------------------------------------------
@@ -301,11 +188,3 @@ def test_template_is_one_json_string_with_every_placeholder_mapped() -> None:
         assert len(paths) <= 100  # EventBridge's InputPathsMap limit
         for name in paths:
             assert f"<{name}>" in template
-
-
-def test_values_with_quotes_stay_inside_the_text() -> None:
-    paths, template = input_transformer(CLUSTER_STATE)
-    event = sample("state_change_failed")
-    event["detail"]["FailureMessage"] = 'script "on_create.sh" failed\\n'
-    text = render(paths, template, event)
-    assert 'What happened: script "on_create.sh" failed\\n' in text

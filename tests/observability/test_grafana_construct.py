@@ -20,6 +20,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
 
+from hyperpod_cdk import facts
 from hyperpod_cdk.compliance.nag import PACKS, register_compliance_packs
 from hyperpod_cdk.config.models import NetworkConfig
 from hyperpod_cdk.log_encryption import EncryptLogGroups
@@ -27,7 +28,6 @@ from hyperpod_cdk.network.network import HyperPodNetwork
 from hyperpod_cdk.observability.grafana import (
     DASHBOARD_DIR,
     DATA_SOURCE_UID,
-    GRAFANA_VERSION,
     PROMETHEUS_QUERY_ACTIONS,
     RESOURCE_TYPE,
     SERVICE_ACCOUNT_ACTIONS,
@@ -131,7 +131,7 @@ def test_workspace_properties(built: Built) -> None:
     assert workspace["AuthenticationProviders"] == ["AWS_SSO"]
     assert workspace["PermissionType"] == "CUSTOMER_MANAGED"
     assert workspace["DataSources"] == ["PROMETHEUS"]
-    assert workspace["GrafanaVersion"] == GRAFANA_VERSION == "10.4"
+    assert workspace["GrafanaVersion"] == facts.GRAFANA_VERSION == "10.4"
     assert workspace["PluginAdminEnabled"] is False
     assert workspace["RoleArn"] == {"Fn::GetAtt": [built.logical_id(built.slurm.role), "Arn"]}
     # the workspace is created once its role may query (the service checks the role)

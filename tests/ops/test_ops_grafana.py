@@ -8,7 +8,7 @@ from typing import Any
 
 from ops_testkit import StubbedAws, by_name, environment
 
-from hyperpod_cdk.observability.grafana import GRAFANA_VERSION
+from hyperpod_cdk.facts import GRAFANA_VERSION
 from hyperpod_ops.aws import READ_ONLY_ACTIONS
 from hyperpod_ops.grafana import (
     GRAFANA_REGION,

@@ -1,28 +1,30 @@
-"""IAM parity with AWS's HyperPod role templates as a test (issue 22).
+"""IAM parity with AWS's HyperPod role templates as a test.
 
-The tables are constructs/hyperpod_cdk/iam/parity.py. For the shipped ``full`` (Slurm) and
+The tables are tests/stacks/iam_parity_tables.py (test data; the library does not ship them). For the shipped ``full`` (Slurm) and
 ``eks-full`` (EKS) configs, every action in the policies attached to a role (customer managed
 policies naming the role, inline ``AWS::IAM::Policy`` resources naming it, and the role's
 ``ManagedPolicyArns``) must be a row of that role's table marked granted, and every row marked
 granted whose ``when`` holds for the config must be granted. Actions count as written (a
-wildcard is its own row). docs/iam-parity.md is the tables rendered.
+wildcard is its own row). docs/iam-parity.md is the tables rendered by scripts/iam_parity.py.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
-
-from hyperpod_cdk.iam.parity import TABLES, render, table
+from iam_parity_tables import TABLES, table
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "iam-parity.md"
-REGENERATE = (
-    'python -c "from hyperpod_cdk.iam.parity import render; print(render())" > docs/iam-parity.md'
-)
+SCRIPT = ROOT / "scripts" / "iam_parity.py"
+REGENERATE = "python scripts/iam_parity.py --write"
 POLICY_TYPES = ("AWS::IAM::ManagedPolicy", "AWS::IAM::Policy")
 ROLE_KINDS = ("nodes", "cluster", "metrics")
 
@@ -111,7 +113,7 @@ def test_granted_actions_match_the_table(
     unlisted = sorted(actual - marked)
     assert not unlisted, (
         f"{config}: {role} is granted actions its table in "
-        f"constructs/hyperpod_cdk/iam/parity.py does not mark granted: {unlisted} (add a row "
+        f"tests/stacks/iam_parity_tables.py does not mark granted: {unlisted} (add a row "
         f"each, with its scope or reason, then regenerate: {REGENERATE})"
     )
     expected = {r.action for r in parity.rows if r.applies(synth.config)}
@@ -145,7 +147,31 @@ def test_rows_are_complete(parity: Any) -> None:
             assert r.here and r.when_text, f"{parity.role} {r.action}: a when needs its words"
 
 
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("iam_parity_script", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_page_is_the_rendered_tables() -> None:
-    assert PAGE.read_text(encoding="utf-8") == render() + "\n", (
+    assert PAGE.read_text(encoding="utf-8") == _script().render() + "\n", (
         f"docs/iam-parity.md is out of date; run: {REGENERATE}"
     )
+
+
+def test_the_script_checks_the_page_and_the_library_ships_no_table() -> None:
+    """``python scripts/iam_parity.py --check`` (as a developer runs it) passes on the committed
+    page, and no module of the library holds or imports the tables (they are test data)."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--check"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    library = ROOT / "constructs" / "hyperpod_cdk"
+    assert not (library / "iam" / "parity.py").exists()
+    assert not [
+        str(path.relative_to(ROOT))
+        for path in library.rglob("*.py")
+        if "iam_parity" in path.read_text(encoding="utf-8")
+    ]

@@ -1,7 +1,7 @@
 """Alerts: who is told when a HyperPod cluster breaks.
 
-- :mod:`hyperpod_cdk.alerts.events`: the EventBridge rules' patterns on HyperPod's events, a
-  matcher that tests them offline, and the text a person reads (input transformers).
+- :mod:`hyperpod_cdk.alerts.events`: the EventBridge rules' patterns on HyperPod's events and
+  the text a person reads (input transformers).
 - ``log_bridge/handler.py`` (:data:`LOG_BRIDGE_DIR`, a Lambda asset): on Slurm, the health
   monitoring agent's GPU faults reach no EventBridge rule; the function reads them from the
   cluster's log group (a CloudWatch Logs subscription) and publishes the same kind of alert.

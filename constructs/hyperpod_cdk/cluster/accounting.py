@@ -151,7 +151,7 @@ class SlurmAccountingDatabase(Construct):
         # the credentials live as long as the database: a retained database without its secret
         # could only be reached after a password reset. ``instance.secret`` is the
         # SecretTargetAttachment; the AWS::SecretsManager::Secret is the instance's child
-        # "Secret" (security review M3)
+        # "Secret"
         if removal_policy == cdk.RemovalPolicy.RETAIN:
             generated = self.instance.node.find_child("Secret")
             assert isinstance(generated, secretsmanager.Secret)

@@ -17,7 +17,7 @@ from hyperpod_cdk.compliance.model import PARTITION, Ref, Resource, Value
 
 # AWS managed policies whose S3 statements matter to the rules, by the end of their ARN.
 # AmazonSageMakerClusterInstanceRolePolicy reads only buckets named sagemaker-* (SageMaker
-# developer guide, "AWS managed policies for SageMaker HyperPod"; HYPERPOD_FACTS.md).
+# developer guide, "AWS managed policies for SageMaker HyperPod").
 KNOWN_MANAGED_POLICIES: dict[str, list[dict[str, object]]] = {
     ":iam::aws:policy/AmazonSageMakerClusterInstanceRolePolicy": [
         {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::sagemaker-*"},

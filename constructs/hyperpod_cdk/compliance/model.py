@@ -419,7 +419,9 @@ _ROLE_ARN_HEAD = re.compile(r"^arn:[^:]+:iam::[^:]*:role/([\w+=,.@-]+/)*$")
 def _role_arn(stack: StackTemplate, argument: Any) -> Ref | None:
     """A role's ARN assembled from its path and its name (``Fn::Join`` of the ARN up to the path
     and the role's ``Ref``), as the app writes it so that a new path changes the template of the
-    consumer (issue 19): the role's ``Arn``."""
+    consumer (a consumer reading the ARN through ``Fn::GetStackOutput`` "is not automatically
+    updated" when the output changes: CloudFormation template reference, Fn::GetStackOutput):
+    the role's ``Arn``."""
     if not (isinstance(argument, list) and len(argument) == 2 and argument[0] == ""):
         return None
     parts = argument[1]

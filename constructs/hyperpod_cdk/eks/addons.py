@@ -539,7 +539,7 @@ class HyperPodEksAddons(Construct):
         nothing else: the StorageClass retains a released volume (reclaimPolicy Retain) and
         allows no expansion, so the driver never deletes or updates a file system, and the
         role may not. A tag the role could add to any file system therefore opens nothing
-        (security review M1, issue 34), and an explicit deny keeps tagging, deleting and
+        (docs/security.md, finding M1), and an explicit deny keeps tagging, deleting and
         updating off the environment's own file system and every file system CloudFormation
         made (they carry aws:cloudformation:stack-name)."""
         stack = cdk.Stack.of(self)

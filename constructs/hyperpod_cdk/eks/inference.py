@@ -2,8 +2,7 @@
 
 :class:`HyperPodInference` installs the ``amazon-sagemaker-hyperpod-inference`` EKS add-on with
 what AWS documents it needs (SageMaker developer guide, "Setting up your HyperPod clusters for
-model deployment", sagemaker-hyperpod-model-deployment-setup, read 2026-11-25; HYPERPOD_FACTS
-"Inference operator (EKS)"), in this order:
+model deployment", sagemaker-hyperpod-model-deployment-setup, read 2026-11-25), in this order:
 
 1. the dependency add-ons, at or above their minimum builds (``versions.MINIMUM_VERSIONS``):
    Mountpoint for S3 CSI driver, metrics-server, cert-manager (the training operator's when it

@@ -135,7 +135,8 @@ CLOSED_NETWORK_ENDPOINTS = (
 # handler, nodes) and EKS Pod Identity (EKS user guide "Deploy private clusters
 # with limited internet access"), and Lambda: the kubectl/Helm handler and the
 # node wait run in the VPC, and CDK's custom-resource framework function there
-# invokes them through the Lambda API (HYPERPOD_FACTS "EKS", 2026-11-23).
+# invokes them through the Lambda API (lambda:InvokeFunction; aws-cdk-lib custom_resources
+# Provider, read 2026-11-23).
 EKS_CLOSED_NETWORK_ENDPOINTS = ("eks", "eks-auth", "lambda")
 # ... and where a secret is read from the VPC: the accounting database's (slurmdbd on the
 # controller) and the directory's bind password and CA certificate (the nodes, at boot).
@@ -438,15 +439,15 @@ def is_accelerated(instance_type: str) -> bool:
 # offers it (rds:DescribeDBEngineVersions).
 ACCOUNTING_MYSQL_MAJOR_VERSION = "8.4"
 ACCOUNTING_MYSQL_VERSION = "8.4.9"
-# An external accounting database needs a HyperPod AMI released after this date (issue 15, from
-# the AWS doc "Using an external accounting database with SageMaker HyperPod Slurm clusters",
+# An external accounting database needs a HyperPod AMI released after this date (the AWS doc
+# "Using an external accounting database with SageMaker HyperPod Slurm clusters",
 # read 2026-11-23); `make preflight` compares each group's AMI (ec2:DescribeImages).
 ACCOUNTING_MIN_AMI_DATE = "2026-08-30"
 
 
 # HyperPod's Prometheus exporter images (cluster.node_setup.exporters), as AWS's observability
-# extension runs them (awslabs/awsome-distributed-ai Extensions/observability; HYPERPOD_FACTS,
-# "Added 2026-11-24"): <registry of the region>/<repository>:<tag>.
+# extension runs them (awslabs/awsome-distributed-ai 1.architectures/5.sagemaker-hyperpod/
+# Extensions/observability, read 2026-11-24): <registry of the region>/<repository>:<tag>.
 HYPERPOD_EXPORTER_IMAGES = {
     "node": ("hyperpod/node_exporter", "v1.9.1"),
     "dcgm": ("hyperpod/dcgm_exporter", "4.1.1-4.0.4-ubi9"),

@@ -53,8 +53,9 @@ def observability_values(
 
     Schema as AWS's HyperPod setup writes it (aws/sagemaker-hyperpod-cluster-setup,
     observability-template.yaml): the remote-write endpoint without a trailing slash and the
-    workspace ARN; every metric level the settings carry (HYPERPOD_FACTS "Observability and
-    events": the nine metricsProvider keys, logging{enabled}).
+    workspace ARN; every metric level the settings carry (the nine ``metricsProvider`` keys:
+    training, inference, taskGovernance, scaling, cluster, node, acceleratedCompute, network and
+    ray ``Metrics``, each DISABLED, BASIC or ADVANCED; and ``logging{enabled}``; read 2026-11-24).
 
     :param prometheus_endpoint: ``https://aps-workspaces.<region>.<suffix>/workspaces/<id>``.
     :param workspace_arn: the Amazon Managed Prometheus workspace.

@@ -35,7 +35,8 @@ AWS_RELEASE = "hyperpod-dependencies"
 
 HYPERPOD_NAMESPACE = "aws-hyperpod"
 # Where the namespaced scientist Role lets people create pods: a namespace of its own, never
-# kubeflow, which holds the training operator's cluster-wide ServiceAccount (issue 34, H2).
+# kubeflow, which holds the training operator's cluster-wide ServiceAccount (docs/security.md,
+# finding H2: a pod in kubeflow may run as that ServiceAccount and create pods anywhere).
 SCIENTIST_NAMESPACE = "hyperpod-scientists"
 # The release that carries the scientist RBAC and the workload pod admission policy.
 POLICY_RELEASE = "hyperpod-cdk-scientist-rbac"

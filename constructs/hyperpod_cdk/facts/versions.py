@@ -123,22 +123,22 @@ MINIMUM_VERSIONS: dict[str, tuple[str, str]] = {
     "aws-mountpoint-s3-csi-driver": (
         "v1.14.1-eksbuild.1",
         "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
-        "(HYPERPOD_FACTS 2026-11-24)",
+        "(read 2026-11-24)",
     ),
     "aws-fsx-csi-driver": (
         "v1.6.0-eksbuild.1",
         "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
-        "(HYPERPOD_FACTS 2026-11-24)",
+        "(read 2026-11-24)",
     ),
     "metrics-server": (
         "v0.7.2-eksbuild.4",
         "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
-        "(HYPERPOD_FACTS 2026-11-24)",
+        "(read 2026-11-24)",
     ),
     "cert-manager": (
         "v1.18.2-eksbuild.2",
         "SageMaker developer guide, sagemaker-hyperpod-model-deployment-setup, Required Add-ons "
-        "(HYPERPOD_FACTS 2026-11-24)",
+        "(read 2026-11-24)",
     ),
     "amazon-sagemaker-hyperpod-inference": (
         "v2.0.0-eksbuild.2",
@@ -239,8 +239,9 @@ class UpgradeBoundary:
 
 
 UPGRADE_BOUNDARIES: tuple[UpgradeBoundary, ...] = (
-    # SageMaker developer guide, "Upgrade the task governance add-on" (HYPERPOD_FACTS
-    # 2026-11-24): a plain update from v1.3.x to v1.5 or later fails, because Kueue's CRDs are
+    # SageMaker developer guide, "Upgrade the task governance add-on"
+    # (sagemaker-hyperpod-eks-operate-console-ui-governance-upgrade, read 2026-11-24): a plain
+    # update from v1.3.x to v1.5 or later fails, because Kueue's CRDs are
     # stored as v1alpha1; AWS documents a backup, update and restore of the Kueue objects.
     UpgradeBoundary(
         addon="amazon-sagemaker-hyperpod-taskgovernance",

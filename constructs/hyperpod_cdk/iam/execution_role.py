@@ -447,7 +447,7 @@ class ExecutionRole(Construct):
                     ],
                     resources=["*"],
                 ),
-                # interfaces in this VPC only, as the modify below (security review L10: without
+                # interfaces in this VPC only, as the modify below (docs/security.md, L10: without
                 # it a pod with the node's credentials could attach another VPC's interface to a
                 # node or strip other workloads' addresses). ec2:Vpc is a condition key of the
                 # interface, not of the instance (Service Authorization Reference, cfn-lint's

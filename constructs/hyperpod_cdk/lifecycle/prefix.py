@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # Files never uploaded nor hashed.
 IGNORED = frozenset({"__pycache__", ".DS_Store"})
 # Nor hidden files and folders (.env, .git, .aws) and key files, at any depth: every node reads
-# the lifecycle bucket (security review L3, issue 34).
+# the lifecycle bucket (docs/security.md, finding L3).
 SECRET_SUFFIXES = (".pem", ".key")
 # The same as glob patterns for the asset upload (CDK matches a pattern without '/' against
 # every path's base name, and skips an excluded folder's contents).

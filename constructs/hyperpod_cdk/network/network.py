@@ -27,7 +27,7 @@ _SMALL_SUBNET_PREFIX = 24
 
 
 # The subnet tag the AWS Load Balancer Controller discovers internal load balancer subnets by
-# (AWS Load Balancer Controller docs, "Subnet auto-discovery"; HYPERPOD_FACTS 2026-11-24).
+# (AWS Load Balancer Controller docs, "Subnet auto-discovery"; read 2026-11-24).
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 
 

@@ -33,9 +33,9 @@ On Slurm the ``sagemaker-observability`` extension collects a DCGM counter only 
 of ``observability.levels.accelerated_compute`` that lists it (:data:`SLURM_METRIC_LEVELS`, read
 2026-11-27): AWS's Slurm observability counters files awslabs/awsome-distributed-ai@95b939cd
 ``1.architectures/5.sagemaker-hyperpod/Extensions/observability/dcgm_metrics_config/
-dcgm-metrics-{basic,advanced}.csv`` (the images the extension runs, HYPERPOD_FACTS "Node
-scripts") list GPU_TEMP, XID_ERRORS and THERMAL_VIOLATION in both, the ECC_DBE_* and
-NVLINK_*_ERROR_COUNT_TOTAL counters in the advanced file only; node_exporter's filesystem
+dcgm-metrics-{basic,advanced}.csv`` (the images the extension runs) list GPU_TEMP, XID_ERRORS
+and THERMAL_VIOLATION in both, the ECC_DBE_* and NVLINK_*_ERROR_COUNT_TOTAL counters in the
+advanced file only; node_exporter's filesystem
 collector is on at the basic level (same sample's README, "Advanced metrics"). INFERRED for the
 managed extension, whose own documentation lists no counters per level (docs/evidence.md).
 :func:`rules_for` with ``levels`` leaves out a rule whose counters the level does not collect,

@@ -17,7 +17,7 @@ enum incl. PROMETHEUS
 Grafana 10 is offered for new          Amazon Managed Grafana user guide, "Working in Grafana
 workspaces (besides 9, 12, 13);        version 10" (and the 9, 12, 13 pages); API reference
 service accounts need 9 or later;      CreateWorkspaceServiceAccountToken; ListVersions (what
-``ListVersions`` lists the offered     ``make preflight`` checks :data:`GRAFANA_VERSION` with)
+``ListVersions`` lists the offered     ``make preflight`` checks facts.GRAFANA_VERSION with)
 versions
 Prometheus query actions               AWS managed policy AmazonPrometheusQueryAccess v1:
 aps:QueryMetrics, GetSeries,           aps:GetLabels, GetMetricMetadata, GetSeries,
@@ -66,9 +66,6 @@ if TYPE_CHECKING:
 
 Orchestrator = Literal["slurm", "eks"]
 
-#: pinned in config.facts (service accounts need 9 or later; the dashboards are written for
-#: schemaVersion 39)
-GRAFANA_VERSION: Final = facts.GRAFANA_VERSION
 RESOURCE_TYPE: Final = "Custom::HyperPodGrafanaContent"
 DATA_SOURCE_UID: Final = "hyperpod-prometheus"
 DATA_SOURCE_NAME: Final = "HyperPod Prometheus"
@@ -133,7 +130,7 @@ def _closed(network: HyperPodNetwork | None) -> bool:
 
 class HyperPodGrafana(Construct):
     """An Amazon Managed Grafana workspace (IAM Identity Center sign-in, this account only,
-    Grafana :data:`GRAFANA_VERSION`, plugin administration off) whose customer-managed role may
+    Grafana ``facts.GRAFANA_VERSION``, plugin administration off) whose customer-managed role may
     query exactly one Amazon Managed Prometheus workspace, and a ``Custom::HyperPodGrafanaContent``
     resource that installs the Prometheus data source (SigV4, the workspace's region and query
     endpoint) and the dashboards of ``orchestrator`` in a folder ``HyperPod``.
@@ -218,7 +215,9 @@ class HyperPodGrafana(Construct):
             permission_type="CUSTOMER_MANAGED",
             role_arn=self.role.role_arn,
             data_sources=["PROMETHEUS"],
-            grafana_version=GRAFANA_VERSION,
+            # pinned in hyperpod_cdk.facts (service accounts need 9 or later; the
+            # dashboards are written for schemaVersion 39)
+            grafana_version=facts.GRAFANA_VERSION,
             plugin_admin_enabled=False,
         )
         # the workspace validates its role when created

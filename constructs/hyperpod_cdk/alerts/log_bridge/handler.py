@@ -15,8 +15,8 @@ name>/<cluster id>``; the agent's detections   health-monitoring agent" (docs.aw
 are log streams ``SagemakerHealthMonitoring    sagemaker/latest/dg/sagemaker-hyperpod-eks-
 Agent`` per node                               resiliency-health-monitoring-agent.html); the
                                                stream name ``SagemakerHealthMonitoringAgent/
-                                               <group>/<instance id>`` from AWS's runbooks and
-                                               ../shared/HYPERPOD_FACTS.md (2026-11-24)
+                                               <group>/<instance id>`` from AWS's runbooks
+                                               (read 2026-11-24)
 A detection is one JSON line: ``level``,       same page, its log example (CloudWatch Logs
 ``ts``, ``msg``, ``"details: "`` (key with     Insights query ``filter @message like
 a colon and a space) holding ``severity``,     /HealthMonitoringAgentDetectionEvent/``)

@@ -3,7 +3,7 @@
 FSx for Lustre rejects an association whose ``FileSystemPath`` is a parent or child directory
 of another association's on the same file system (``/`` is allowed only as the sole
 association), and an S3 prefix is linked by one association only (FSx for Lustre user guide,
-"Linking your file system to an Amazon S3 bucket"; HYPERPOD_FACTS.md). CloudFormation learns
+"Linking your file system to an Amazon S3 bucket"). CloudFormation learns
 it minutes into the deploy, one association at a time; the rule finds it at synth.
 
 The rule looks at each ``AWS::FSx::DataRepositoryAssociation`` of the app against the other

@@ -5,7 +5,7 @@ EFA traffic between nodes (and to an EFA-enabled FSx for Lustre file system) onl
 each security group attached to the instances has an inbound all-traffic rule from itself and
 an outbound all-traffic rule to itself; an allow-all egress to 0.0.0.0/0 does not count, and a
 missing self egress rule on any one group fails the EFA health check. (EC2 user guide "Prepare
-an EFA-enabled security group"; awsome-distributed-ai PR #259 and #546; HYPERPOD_FACTS.md.)
+an EFA-enabled security group"; awslabs/awsome-distributed-ai PR #259 and #546.)
 
 The rule looks at each ``AWS::EC2::SecurityGroup`` of the app that an
 ``AWS::SageMaker::Cluster`` puts on its nodes (``VpcConfig`` or an instance group's

@@ -2,8 +2,8 @@
 
 HyperPod creates EKS access entries for its service-linked role and the execution role, so the
 cluster must accept them: ``API`` or ``API_AND_CONFIG_MAP``; CloudFormation's default,
-``CONFIG_MAP``, is rejected (SageMaker developer guide, "sagemaker-hyperpod-eks-prerequisites";
-HYPERPOD_FACTS.md). A cluster the app creates uses ``API`` alone: the ``aws-auth`` ConfigMap
+``CONFIG_MAP``, is rejected (SageMaker developer guide, "sagemaker-hyperpod-eks-prerequisites").
+A cluster the app creates uses ``API`` alone: the ``aws-auth`` ConfigMap
 is a second, unaudited way to grant cluster access.
 
 The rule looks at each ``AWS::EKS::Cluster`` of the app; an adopted cluster is not in the app.

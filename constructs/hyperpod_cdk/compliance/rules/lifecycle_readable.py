@@ -4,7 +4,7 @@ HyperPod downloads ``LifeCycleConfig.SourceS3Uri`` with the group's ``ExecutionR
 managed policy ``AmazonSageMakerClusterInstanceRolePolicy`` reads only buckets named
 ``sagemaker-*``; any other bucket needs ``s3:ListBucket`` on the bucket and ``s3:GetObject``
 on the objects below the prefix, or node creation fails with "lifecycle scripts did not run
-successfully" (awsome-distributed-ai #1044; HYPERPOD_FACTS.md). A bucket ARN where the object
+successfully" (awslabs/awsome-distributed-ai issue #1044, PR #85). A bucket ARN where the object
 ARN belongs (``bucket`` instead of ``bucket/*``) is a common way to get it wrong.
 
 The rule looks at each ``AWS::SageMaker::Cluster``. For every instance group whose role is an

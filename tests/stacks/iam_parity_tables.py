@@ -1,4 +1,4 @@
-"""IAM parity with AWS's own HyperPod role templates (issue 22): one table per role.
+"""IAM parity with AWS's own HyperPod role templates: one table per role.
 
 Each row is one IAM action (or one AWS managed policy ARN): whether AWS's template grants it,
 whether this project grants it, and how (``scope``) or why not / why extra (``reason``). A row
@@ -8,8 +8,8 @@ and ``when_text``, the same in words.
 ``tests/stacks/test_stack_iam_parity.py`` synthesizes the shipped ``full`` (Slurm) and
 ``eks-full`` (EKS) configs and fails on any action a role is granted that its table lacks, and
 on any row marked granted (and applying to the config) that the role is not granted.
-``docs/iam-parity.md`` is :func:`render`'s output; regenerate it with
-``python -c "from hyperpod_cdk.iam.parity import render; print(render())" > docs/iam-parity.md``.
+``docs/iam-parity.md`` is these tables rendered by ``scripts/iam_parity.py``; regenerate it with
+``python scripts/iam_parity.py --write``. Test data only: nothing in the library imports it.
 
 Source (facts read, not copied): the repository, the commit and the date below.
 """
@@ -405,61 +405,3 @@ def table(role: str) -> Table:
         if found.role == role:
             return found
     raise KeyError(role)
-
-
-# -- the page ----------------------------------------------------------------------------------
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
-def _yes(value: bool) -> str:
-    return "yes" if value else "no"
-
-
-def render() -> str:
-    """docs/iam-parity.md: every table as Markdown (no trailing newline; ``print`` adds one)."""
-    lines = [
-        "# IAM parity with AWS's HyperPod role templates",
-        "",
-        '<!-- generated: python -c "from hyperpod_cdk.iam.parity import render; print(render())" '
-        "> docs/iam-parity.md -->",
-        "",
-        "Every action AWS's own HyperPod role templates grant, and every action this project "
-        "grants, one table per role: granted here (with its scope) or not (with the reason), "
-        "and the actions granted here only under some configs (*when*). "
-        "`tests/stacks/test_stack_iam_parity.py` synthesizes the shipped `full` (Slurm) and "
-        "`eks-full` (EKS) configs and fails on any action granted that its table lacks, and on "
-        "any row granted (for that config) that the synthesized role lacks. The tables are "
-        "`constructs/hyperpod_cdk/iam/parity.py`; a change that adds an action adds its row "
-        "there, and this page is regenerated from it.",
-        "",
-        f"Source: {SOURCE_REPOSITORY}, commit `{SOURCE_COMMIT}` ({SOURCE_COMMIT_DATE}), read "
-        f"{SOURCE_READ}. The managed policy row is the AWS managed policy both templates attach.",
-        "",
-    ]
-    for t in TABLES:
-        source = (
-            f"AWS's template: `{t.source}`."
-            if t.source
-            else "AWS's repository has no template for this role; every row is this project's."
-        )
-        lines += [
-            f"## {t.title}",
-            "",
-            f"Role `{t.role}`. {source}",
-            "",
-            "| action | AWS | here | when | scope or reason |",
-            "|---|---|---|---|---|",
-        ]
-        for r in t.rows:
-            text = r.scope if r.here else r.reason
-            if r.here and r.reason:
-                text = f"{text} {r.reason}"
-            when = r.when_text if r.when is not None else ("always" if r.here else "")
-            lines.append(
-                f"| `{r.action}` | {_yes(r.aws)} | {_yes(r.here)} | {_cell(when)} | {_cell(text)} |"
-            )
-        lines.append("")
-    return "\n".join(lines).rstrip("\n")
