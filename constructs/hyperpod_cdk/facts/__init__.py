@@ -1,7 +1,20 @@
-"""Service limits and allowed values that the config validation enforces.
+"""Facts about AWS, one table per topic, each with its source and the date it was read.
 
-Each constant names the AWS document it comes from, so a reviewer can check it
-and a maintainer knows where to look when the service changes.
+The lowest layer of the library: the config validation, the constructs and the operational tools
+(``hyperpod_ops``) read these tables, and nothing here imports any other part of ``hyperpod_cdk``
+or the CDK (tests/library/test_import_layers.py holds that). This module holds the service
+limits and allowed values (HyperPod, FSx, EC2 instance facts, regions and AZ IDs, Grafana, the
+exporters' registries); the submodules hold the rest:
+
+- :mod:`hyperpod_cdk.facts.versions`: the pinned EKS add-on versions per Kubernetes version;
+- :mod:`hyperpod_cdk.facts.addon_values`: the add-ons' ``ConfigurationValues``;
+- :mod:`hyperpod_cdk.facts.chart`: the dependency chart's values (instance-type lists, images
+  and their regions), read from ``eks/charts/hyperpod-cdk-dependencies/values.yaml``;
+- :mod:`hyperpod_cdk.facts.task_governance_types`: where CloudFormation has the task
+  governance types.
+
+Each constant names the AWS document it comes from, so a reviewer can check it and a maintainer
+knows where to look when the service changes.
 """
 
 from __future__ import annotations
