@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from hyperpod_cdk.config.models import EksConfig
+from hyperpod_cdk.config.eks import EksConfig
 from hyperpod_cdk.facts.versions import (
     CORE_ADDONS,
     KNOWN_ADDONS,

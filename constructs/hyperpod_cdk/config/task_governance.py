@@ -16,12 +16,12 @@ The limits below are the SageMaker API's (botocore 1.44.5 service model,
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Annotated, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import WHOLE_NUMBER, InstanceType, StrictModel, _matching
+from hyperpod_cdk.config.base import WHOLE_NUMBER, InstanceType, IssueSink, StrictModel, matching
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -59,7 +59,7 @@ _NVIDIA_FAMILY_PREFIXES = ("p", "g")
 
 TaskGovernanceName = Annotated[
     str,
-    _matching(
+    matching(
         TASK_GOVERNANCE_NAME_PATTERN,
         "lowercase letters, digits and inner hyphens, like ml-research",
         max_length=TASK_GOVERNANCE_NAME_MAX,
@@ -69,7 +69,7 @@ Weight = Annotated[int, Field(ge=0, le=MAX_WEIGHT), WHOLE_NUMBER]
 Amount = Annotated[int, Field(ge=0, le=10_000_000), WHOLE_NUMBER]
 PrincipalArn = Annotated[
     str,
-    _matching(
+    matching(
         r"^arn:aws[a-z-]*:(iam::[0-9]{12}:(role|user)/.+|sts::[0-9]{12}:assumed-role/.+)$",
         "an IAM role or user ARN (or an STS assumed-role ARN)",
     ),
@@ -214,7 +214,7 @@ class Team(StrictModel):
 
 
 class TaskGovernance(StrictModel):
-    """eks only: task governance as code (needs ``eks.addons.task_governance``)."""
+    """Task governance as code (needs ``eks.addons.task_governance``)."""
 
     policy: TaskGovernancePolicy = Field(
         default_factory=lambda: TaskGovernancePolicy(),
@@ -247,14 +247,6 @@ class TaskGovernance(StrictModel):
 
 
 # -- cross-key rules --------------------------------------------------------------------------
-
-
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
 
 
 _PATH = "eks.task_governance"
