@@ -96,7 +96,9 @@ class NodePool(StrictModel):
             "or deep health checks, starting at count 0."
         )
     )
-    limits: NodePoolLimits
+    limits: NodePoolLimits = Field(
+        description="The most the pool may hold at once (the NodePool's spec.limits)."
+    )
 
     @field_validator("instance_groups")
     @classmethod

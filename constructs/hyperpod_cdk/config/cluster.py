@@ -140,11 +140,19 @@ class AutoPatch(StrictModel):
     strategy: Literal["WhenIdle", "WhenAllIdle"] = Field(
         description="WhenIdle or WhenAllIdle (DrainFirst is not in CloudFormation yet)."
     )
-    batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = None
-    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
-        None
+    batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = Field(
+        default=None,
+        description="Share of the group patched at once (or batch_count, not both); left out: HyperPod's default batch.",
     )
-    wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = None
+    batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
+        Field(
+            default=None,
+            description="Or a number of instances patched at once; left out: HyperPod's default batch.",
+        )
+    )
+    wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = Field(
+        default=None, description="Wait between batches; left out: HyperPod's default."
+    )
     rollback_alarms: RollbackAlarms = Field(
         default_factory=list,
         description="As scheduled_update.rollback_alarms: names, [] for none, or auto.",
@@ -166,9 +174,11 @@ class AutoPatch(StrictModel):
 class Taint(StrictModel):
     """A Kubernetes taint put on the group's nodes."""
 
-    key: KubernetesKey
-    value: KubernetesValue | None = None
-    effect: TaintEffect
+    key: KubernetesKey = Field(description="The taint key, e.g. example.com/gpu.")
+    value: KubernetesValue | None = Field(
+        default=None, description="The taint value; left out: none."
+    )
+    effect: TaintEffect = Field(description="NoSchedule, PreferNoSchedule or NoExecute.")
 
 
 class InstanceGroup(StrictModel):
@@ -218,7 +228,10 @@ class InstanceGroup(StrictModel):
     ebs_volume_gb: Annotated[int, Field(ge=1, le=facts.MAX_EBS_GB), WHOLE_NUMBER] | None = Field(
         default=None, description="Extra EBS volume per instance, mounted at /opt/sagemaker."
     )
-    ebs_kms_key_arn: KmsKeyArn | None = None
+    ebs_kms_key_arn: KmsKeyArn | None = Field(
+        default=None,
+        description="Continuous only: a customer managed KMS key (of the cluster's region) that encrypts the group's EBS volumes; left out: AWS's default EBS encryption.",
+    )
     deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
         default_factory=list,
         description="GPU and Trainium groups only (MultiNodeTrainingValidation is not in "
@@ -239,7 +252,10 @@ class InstanceGroup(StrictModel):
     availability_zone_id: AzId | None = Field(
         default=None, description="Another AZ for this group; needs a HyperPod subnet there."
     )
-    execution_role_arn: RoleArn | None = None
+    execution_role_arn: RoleArn | None = Field(
+        default=None,
+        description="An existing IAM role this group's nodes run as, of this account; left out: cluster.execution_role_arn, else the role the app creates.",
+    )
     image_id: (
         Annotated[str, matching(r"^ami-[0-9a-f]{8,17}$", "an AMI id like ami-0123456789abcdef0")]
         | None
@@ -257,9 +273,18 @@ class InstanceGroup(StrictModel):
     capacity_type: Literal["on_demand", "spot"] = Field(
         default="on_demand", description="spot: Continuous only."
     )
-    network_interface: Literal["efa", "efa-only"] | None = None
-    scheduled_update: ScheduledUpdate | None = None
-    auto_patch: AutoPatch | None = None
+    network_interface: Literal["efa", "efa-only"] | None = Field(
+        default=None,
+        description="The nodes' network interface: efa, or efa-only (EFA without IP traffic); left out: HyperPod's default for the instance type.",
+    )
+    scheduled_update: ScheduledUpdate | None = Field(
+        default=None,
+        description="A rolling AMI update window of the group (ScheduledUpdateConfig); left out: no scheduled updates.",
+    )
+    auto_patch: AutoPatch | None = Field(
+        default=None,
+        description="Automatic security-patch AMI updates of the group (AutoPatchConfig); left out: none.",
+    )
     labels: dict[
         Annotated[
             str,
@@ -329,8 +354,14 @@ class ClusterConfig(StrictModel):
         ]
         | None
     ) = Field(default=None, description="Cluster name; default: the environment name.")
-    node_recovery: Literal["Automatic", "None"] = "Automatic"
-    node_provisioning_mode: Literal["Continuous"] | None = "Continuous"
+    node_recovery: Literal["Automatic", "None"] = Field(
+        default="Automatic",
+        description="Automatic: HyperPod replaces or reboots the nodes its health checks find faulty; None: it does not. Default Automatic (autoscaling needs it).",
+    )
+    node_provisioning_mode: Literal["Continuous"] | None = Field(
+        default="Continuous",
+        description="Continuous: HyperPod provisions nodes in the background and retries them, group by group (needed by min_count, instance_types, spot capacity, customer managed EBS keys, autoscaling and the accounting database); null: HyperPod's original mode, every node provisioned when the cluster is created or updated. Default Continuous.",
+    )
     lifecycle_scripts: str = Field(
         default="lifecycle_assets",
         description="Directory uploaded, unpacked, under a content-hashed prefix (relative to the project root).",
@@ -342,13 +373,19 @@ class ClusterConfig(StrictModel):
         "refused there), OnCreate on eks (before the node joins the cluster, as AWS's EKS "
         "scripts; OnInitComplete is documented for Slurm only).",
     )
-    execution_role_arn: RoleArn | None = None
+    execution_role_arn: RoleArn | None = Field(
+        default=None,
+        description="An existing IAM role the nodes run as, of this account; left out: the role the app creates with what the nodes need (the lifecycle scripts, FSx, logs).",
+    )
     auto_scaling: bool = Field(
         default=False,
         description="Continuous only: HyperPod's managed Karpenter scales the groups of cluster.node_pools; false: no autoscaling.",
         json_schema_extra=eks_only(),
     )
-    cluster_role_arn: RoleArn | None = None
+    cluster_role_arn: RoleArn | None = Field(
+        default=None,
+        description="An existing IAM role HyperPod assumes to scale the cluster (ClusterRole, for autoscaling), of this account; left out: with auto_scaling the app creates one, else none.",
+    )
     tiered_storage: TieredStorageConfig | None = Field(
         default=None,
         description="HyperPod managed tiered checkpointing: a share of each instance's memory "
@@ -372,7 +409,9 @@ class ClusterConfig(StrictModel):
     )
     instance_groups: Annotated[
         list[InstanceGroup], Field(min_length=1, max_length=facts.MAX_INSTANCE_GROUPS)
-    ]
+    ] = Field(
+        description="The instance groups; a Slurm cluster has one Controller group, at most one Login group and Compute groups."
+    )
 
     @property
     def slurm_settings(self) -> SlurmSettings:

@@ -102,8 +102,13 @@ class Toleration(StrictModel):
     key: KubernetesKey | None = Field(
         default=None, description="The taint key; left out: every key (operator Exists)."
     )
-    operator: Literal["Equal", "Exists"] = "Exists"
-    value: KubernetesValue | None = None
+    operator: Literal["Equal", "Exists"] = Field(
+        default="Exists",
+        description="Exists (any value of the key) or Equal (value below); default Exists.",
+    )
+    value: KubernetesValue | None = Field(
+        default=None, description="With operator Equal: the taint value; left out: none."
+    )
     effect: TaintEffect | None = Field(
         default=None, description="The taint effect; left out: every effect."
     )
@@ -244,15 +249,27 @@ class EksConfig(StrictModel):
             ),
         ]
         | None
-    ) = None
-    kubectl_role_arn: RoleArn | None = None
+    ) = Field(
+        default=None,
+        description="Adopt this EKS cluster (of this account and region) instead of creating one; then kubernetes_version and every eks.dependencies key are required. Left out: the app creates <name>-eks.",
+    )
+    kubectl_role_arn: RoleArn | None = Field(
+        default=None,
+        description="Adopted cluster: an existing IAM role of this account for the kubectl handler Lambda function (it must be able to run kubectl on the cluster); left out: the handler gets a role the app creates.",
+    )
     kubernetes_version: Annotated[KubernetesVersion, BeforeValidator(decimal_version)] = Field(
         default="1.35",
         description="Kubernetes version of the cluster the app creates (a version HyperPod supports); "
         "required with cluster_arn: the adopted cluster's version (picks the kubectl and add-on versions).",
     )
-    endpoint_access: Literal["private", "public_and_private", "public"] = "private"
-    public_access_cidrs: list[Cidr] = Field(default_factory=list)
+    endpoint_access: Literal["private", "public_and_private", "public"] = Field(
+        default="private",
+        description="Who reaches the Kubernetes API endpoint of a created cluster: private (from the VPC only), public_and_private or public (from public_access_cidrs); default private.",
+    )
+    public_access_cidrs: list[Cidr] = Field(
+        default_factory=list,
+        description="The networks that may reach a public endpoint (needed with public or public_and_private; 0.0.0.0/0 is refused); default: none.",
+    )
     admin_principal_arns: list[
         Annotated[
             str,
@@ -261,8 +278,14 @@ class EksConfig(StrictModel):
                 "an IAM role or user ARN (or an STS assumed-role ARN)",
             ),
         ]
-    ] = Field(default_factory=list)
-    logging: list[EksLogType] = Field(default_factory=lambda: list(get_args(EksLogType)))
+    ] = Field(
+        default_factory=list,
+        description="IAM roles or users given a cluster-admin access entry on a created cluster (of any account); default: none.",
+    )
+    logging: list[EksLogType] = Field(
+        default_factory=lambda: list(get_args(EksLogType)),
+        description="Control-plane log types a created cluster sends to CloudWatch Logs; default: all five.",
+    )
     dependencies: EksDependencies = Field(
         default_factory=lambda: EksDependencies(),
         description="What HyperPod needs on the cluster, installed before the HyperPod cluster "

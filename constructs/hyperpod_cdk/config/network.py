@@ -58,9 +58,12 @@ class EgressRule(StrictModel):
     to_port: Annotated[int, Field(ge=1, le=65535), WHOLE_NUMBER] | None = Field(
         default=None, description="The last port of a range (default: port)."
     )
-    protocol: Literal["tcp", "udp"] = "tcp"
+    protocol: Literal["tcp", "udp"] = Field(default="tcp", description="tcp or udp; default tcp.")
     cidr: Cidr = Field(description="Where to, e.g. 0.0.0.0/0 or 10.20.0.0/16.")
-    description: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    description: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
+        default=None,
+        description="The rule's description in the security group; left out: network.node_egress: <protocol> <ports> to <cidr>.",
+    )
 
     @model_validator(mode="after")
     def _range(self) -> EgressRule:

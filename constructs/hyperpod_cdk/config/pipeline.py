@@ -37,7 +37,7 @@ class PipelineStage(StrictModel):
         matching(
             r"^[A-Za-z][A-Za-z0-9-]{0,63}$", "a letter, then up to 63 letters, digits and '-'"
         ),
-    ]
+    ] = Field(description="The stage name in the pipeline (unique).")
     config: Annotated[str, StringConstraints(min_length=1)] = Field(
         description="Path of the stage's environment config, relative to the pipeline file."
     )
@@ -68,10 +68,18 @@ class PipelineConfig(StrictModel):
             r"^arn:aws[a-z-]*:(codeconnections|codestar-connections):[a-z0-9-]+:[0-9]{12}:connection/[0-9a-f-]+$",
             "a CodeConnections connection ARN like arn:aws:codeconnections:us-west-2:111122223333:connection/<id>",
         ),
-    ]
-    repository: Annotated[str, matching(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "owner/repository")]
-    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = "main"
-    stages: Annotated[list[PipelineStage], Field(min_length=1)]
+    ] = Field(
+        description="The CodeConnections connection to the repository host (created and authorized in the console first)."
+    )
+    repository: Annotated[
+        str, matching(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "owner/repository")
+    ] = Field(description="The repository the pipeline builds, as owner/repository.")
+    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = Field(
+        default="main", description="The branch whose pushes start the pipeline; default main."
+    )
+    stages: Annotated[list[PipelineStage], Field(min_length=1)] = Field(
+        description="The deployment stages, in order (at least one)."
+    )
 
     @field_validator("stages")
     @classmethod
@@ -83,13 +91,24 @@ class PipelineConfig(StrictModel):
 class PipelineFileConfig(StrictModel):
     """The root of a pipeline YAML file: the pipeline and where it lives."""
 
-    name: EnvName
-    account: Account
-    region: Region
-    tags: dict[TagKey, TagValue] = Field(default_factory=dict)
-    compliance_packs: list[CompliancePack] = Field(default_factory=default_compliance_packs)
-    iam: IamConfig = Field(default_factory=IamConfig)
-    pipeline: PipelineConfig
+    name: EnvName = Field(
+        description="Names the pipeline stack (<name>-pipeline) and its resources."
+    )
+    account: Account = Field(description="The tooling account the pipeline runs in (quoted).")
+    region: Region = Field(description="The tooling region the pipeline runs in.")
+    tags: dict[TagKey, TagValue] = Field(
+        default_factory=dict,
+        description="Applied to every taggable resource of the pipeline stack; default: none.",
+    )
+    compliance_packs: list[CompliancePack] = Field(
+        default_factory=default_compliance_packs,
+        description="cdk-nag rule packs the pipeline stack is checked against at synth; default: AwsSolutions.",
+    )
+    iam: IamConfig = Field(
+        default_factory=IamConfig,
+        description="Settings applied to every IAM role of the pipeline stack; left out: no permissions boundary, path /.",
+    )
+    pipeline: PipelineConfig = Field(description="The pipeline: its source and its stages.")
 
 
 # Stages CDK Pipelines adds to the CodePipeline itself; CodePipeline stage names are unique.

@@ -123,8 +123,14 @@ class FsxConfig(StrictModel):
     throughput_per_tib: Annotated[Literal[125, 250, 500, 1000], WHOLE_NUMBER] = Field(
         default=250, description="MB/s per TiB."
     )
-    compression: Literal["LZ4", "NONE"] = "LZ4"
-    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(decimal_version)] = "2.15"
+    compression: Literal["LZ4", "NONE"] = Field(
+        default="LZ4",
+        description="Data compression of a new file system: LZ4 or NONE; default LZ4.",
+    )
+    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(decimal_version)] = Field(
+        default="2.15",
+        description="Lustre version of a new file system: 2.15 (needed by metadata_iops and efa_enabled) or 2.12; default 2.15.",
+    )
     efa_enabled: bool = Field(
         default=False, description="EFA-enabled file system (creation-time only)."
     )
@@ -146,7 +152,10 @@ class FsxConfig(StrictModel):
     removal_policy: Literal["retain", "destroy"] = Field(
         default="retain", description="destroy also needs the context flag destroy_data=true."
     )
-    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+    data_repository_associations: list[DataRepositoryAssociation] = Field(
+        default_factory=list,
+        description="S3 prefixes linked to folders of the file system (data repository associations); default: none.",
+    )
 
     @field_validator("mount_path")
     @classmethod
@@ -310,7 +319,10 @@ class OpenZfsConfig(StrictModel):
 class StorageConfig(StrictModel):
     """Shared storage of the environment."""
 
-    fsx: FsxConfig = Field(default_factory=FsxConfig)
+    fsx: FsxConfig = Field(
+        default_factory=FsxConfig,
+        description="FSx for Lustre, mounted on every node: a new file system, an adopted one (file_system_id), or none (enabled: false); left out: a new one with the defaults below.",
+    )
     openzfs: OpenZfsConfig | None = Field(
         default=None,
         description="The users' home directories on FSx for OpenZFS, mounted by HyperPod "

@@ -96,7 +96,9 @@ class PriorityClass(StrictModel):
     """One priority class of the cluster policy: tasks of a higher weight are admitted first
     and may preempt tasks of a lower one."""
 
-    name: TaskGovernanceName
+    name: TaskGovernanceName = Field(
+        description="The class name; the service names the Kueue priority class <name>-priority, which a job names in its kueue.x-k8s.io/priority-class label."
+    )
     weight: Weight = Field(description="0-100; higher runs first.")
 
 
@@ -137,7 +139,7 @@ class MigSlices(StrictModel):
     profile: Literal[MIG_PROFILES] = Field(  # type: ignore[valid-type]
         description="A MIG profile the instance type's GPU offers, like mig-1g.10gb."
     )
-    count: Amount
+    count: Amount = Field(description="How many slices of that profile.")
 
 
 class QuotaLine(StrictModel):
@@ -148,9 +150,16 @@ class QuotaLine(StrictModel):
     instance_type: InstanceType = Field(description="A type of this cluster's instance groups.")
     count: Amount | None = Field(default=None, description="Whole instances.")
     accelerators: Amount | None = Field(default=None, description="GPUs or Trainium devices.")
-    vcpu: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
-    memory_gib: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
-    mig: MigSlices | None = None
+    vcpu: Annotated[float, Field(ge=0, le=10_000_000)] | None = Field(
+        default=None, description="vCPUs; left out: in proportion to the other amounts."
+    )
+    memory_gib: Annotated[float, Field(ge=0, le=10_000_000)] | None = Field(
+        default=None, description="Memory in GiB; left out: in proportion to the other amounts."
+    )
+    mig: MigSlices | None = Field(
+        default=None,
+        description="MIG slices of one profile (NVIDIA GPU types only); left out: none.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> QuotaLine:
@@ -200,7 +209,10 @@ class Team(StrictModel):
     quota: Annotated[list[QuotaLine], Field(max_length=MAX_QUOTA_LINES)] = Field(
         default_factory=list, description="At most 15 lines, one instance type each."
     )
-    sharing: Sharing = Field(default_factory=lambda: Sharing())
+    sharing: Sharing = Field(
+        default_factory=lambda: Sharing(),
+        description="How the team shares idle compute with the others; left out: LendAndBorrow with the service's borrow limit.",
+    )
     preempt_team_tasks: Literal["Never", "LowerPriority"] = Field(
         default="LowerPriority",
         description="LowerPriority: the team's higher-priority tasks preempt its own "
