@@ -80,7 +80,7 @@ def _sentence(text: str) -> str:
 def _orchestrator(field: FieldInfo, inherited: str | None) -> str | None:
     """The orchestrator a key applies to only: its own scope, else its section's."""
     scope = scope_of(field)
-    return scope[0] if scope else inherited
+    return scope.orchestrator if scope else inherited
 
 
 def _scopes(text: str, orchestrator: str | None = None) -> tuple[list[str], str]:

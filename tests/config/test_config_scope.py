@@ -196,7 +196,9 @@ def test_no_description_declares_the_orchestrator_in_prose(key: str, field: Fiel
 
 
 def test_the_scoped_keys_are_the_ones_of_one_orchestrator() -> None:
-    scoped = {key: scope[0] for key, field in FIELDS if (scope := scope_of(field)) is not None}
+    scoped = {
+        key: scope.orchestrator for key, field in FIELDS if (scope := scope_of(field)) is not None
+    }
     assert scoped["eks"] == "eks"
     assert scoped["cluster.slurm"] == "slurm"
     assert scoped["cluster.node_setup.eks_containerd_on_ebs"] == "eks"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
@@ -20,6 +19,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    JsonValue,
     StringConstraints,
 )
 from pydantic.fields import FieldInfo
@@ -131,37 +131,43 @@ class IssueSink(Protocol):
 # -- orchestrator scope ------------------------------------------------------------------------
 
 Orchestrator = Literal["slurm", "eks"]
-# The key of a field's json_schema_extra that names the one orchestrator it applies to.
+# The key the JSON Schema of a scoped field carries, naming its one orchestrator.
 SCOPE_KEY = "orchestrator"
-_WHY_KEY = "orchestrator_reason"
 
 
-def only_with(orchestrator: Orchestrator, why: str | None = None) -> dict[str, Any]:
-    """Field metadata (``Field(..., json_schema_extra=only_with("eks"))``): the key applies only
-    with ``orchestrator``. :func:`check_orchestrator_scope` refuses it under the other one, the
-    config reference marks it, and the JSON Schema carries it; ``why`` is said in the error."""
-    extra: dict[str, Any] = {SCOPE_KEY: orchestrator}
-    if why:
-        extra[_WHY_KEY] = why
-    return extra
+@dataclass(frozen=True)
+class OnlyWith:
+    """Field metadata: the key applies only with ``orchestrator`` (``why`` is said in the error).
+
+    Given as ``Field(..., json_schema_extra=eks_only())``: :func:`check_orchestrator_scope`
+    refuses the key under the other orchestrator, the config reference marks it, and the JSON
+    Schema says it (``"orchestrator": "eks"``, and the description starts "eks only.", which
+    editors show).
+    """
+
+    orchestrator: Orchestrator
+    why: str | None = None
+
+    def __call__(self, schema: dict[str, JsonValue]) -> None:
+        schema[SCOPE_KEY] = self.orchestrator
+        text = schema.get("description")
+        schema["description"] = f"{self.orchestrator} only." + (f" {text}" if text else "")
 
 
-def eks_only(why: str | None = None) -> dict[str, Any]:
-    """:func:`only_with` ``eks``."""
-    return only_with("eks", why)
+def eks_only(why: str | None = None) -> OnlyWith:
+    """The key applies only with ``orchestrator: eks`` (:class:`OnlyWith`)."""
+    return OnlyWith("eks", why)
 
 
-def slurm_only(why: str | None = None) -> dict[str, Any]:
-    """:func:`only_with` ``slurm``."""
-    return only_with("slurm", why)
+def slurm_only(why: str | None = None) -> OnlyWith:
+    """The key applies only with ``orchestrator: slurm`` (:class:`OnlyWith`)."""
+    return OnlyWith("slurm", why)
 
 
-def scope_of(field: FieldInfo) -> tuple[Orchestrator, str | None] | None:
-    """The orchestrator a field applies to only, and why; None for a field of both."""
+def scope_of(field: FieldInfo) -> OnlyWith | None:
+    """The orchestrator a field applies to only (and why); None for a field of both."""
     extra = field.json_schema_extra
-    if not isinstance(extra, Mapping) or SCOPE_KEY not in extra:
-        return None
-    return extra[SCOPE_KEY], extra.get(_WHY_KEY)  # type: ignore[return-value]
+    return extra if isinstance(extra, OnlyWith) else None
 
 
 def check_orchestrator_scope(
@@ -174,9 +180,9 @@ def check_orchestrator_scope(
         value = getattr(model, key)
         where = f"{path}.{key}" if path else key
         scope = scope_of(field)
-        if scope is not None and scope[0] != orchestrator:
+        if scope is not None and scope.orchestrator != orchestrator:
             if _given(model, key, field, value):
-                other, why = scope
+                other, why = scope.orchestrator, scope.why
                 reason = f" ({why})" if why else ""
                 section = "section " if isinstance(value, BaseModel) else ""
                 out.error(
