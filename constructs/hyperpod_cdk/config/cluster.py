@@ -142,12 +142,14 @@ class AutoPatch(StrictModel):
     )
     batch_percent: Annotated[int, Field(ge=1, le=100), WHOLE_NUMBER] | None = Field(
         default=None,
-        description="Share of the group patched at once (or batch_count, not both); left out: HyperPod's default batch.",
+        description="Share of the group patched at once (or batch_count, not both); left out: "
+        "HyperPod's default batch.",
     )
     batch_count: Annotated[int, Field(ge=1, le=facts.MAX_INSTANCE_COUNT), WHOLE_NUMBER] | None = (
         Field(
             default=None,
-            description="Or a number of instances patched at once; left out: HyperPod's default batch.",
+            description="Or a number of instances patched at once; left out: HyperPod's default "
+            "batch.",
         )
     )
     wait_seconds: Annotated[int, Field(ge=0, le=3600), WHOLE_NUMBER] | None = Field(
@@ -230,7 +232,8 @@ class InstanceGroup(StrictModel):
     )
     ebs_kms_key_arn: KmsKeyArn | None = Field(
         default=None,
-        description="Continuous only: a customer managed KMS key (of the cluster's region) that encrypts the group's EBS volumes; left out: AWS's default EBS encryption.",
+        description="Continuous only: a customer managed KMS key (of the cluster's region) that "
+        "encrypts the group's EBS volumes; left out: AWS's default EBS encryption.",
     )
     deep_health_checks: list[Literal["InstanceStress", "InstanceConnectivity"]] = Field(
         default_factory=list,
@@ -254,7 +257,8 @@ class InstanceGroup(StrictModel):
     )
     execution_role_arn: RoleArn | None = Field(
         default=None,
-        description="An existing IAM role this group's nodes run as, of this account; left out: cluster.execution_role_arn, else the role the app creates.",
+        description="An existing IAM role this group's nodes run as, of this account; left out: "
+        "cluster.execution_role_arn, else the role the app creates.",
     )
     image_id: (
         Annotated[str, matching(r"^ami-[0-9a-f]{8,17}$", "an AMI id like ami-0123456789abcdef0")]
@@ -275,15 +279,18 @@ class InstanceGroup(StrictModel):
     )
     network_interface: Literal["efa", "efa-only"] | None = Field(
         default=None,
-        description="The nodes' network interface: efa, or efa-only (EFA without IP traffic); left out: HyperPod's default for the instance type.",
+        description="The nodes' network interface: efa, or efa-only (EFA without IP traffic); left"
+        " out: HyperPod's default for the instance type.",
     )
     scheduled_update: ScheduledUpdate | None = Field(
         default=None,
-        description="A rolling AMI update window of the group (ScheduledUpdateConfig); left out: no scheduled updates.",
+        description="A rolling AMI update window of the group (ScheduledUpdateConfig); left out: "
+        "no scheduled updates.",
     )
     auto_patch: AutoPatch | None = Field(
         default=None,
-        description="Automatic security-patch AMI updates of the group (AutoPatchConfig); left out: none.",
+        description="Automatic security-patch AMI updates of the group (AutoPatchConfig); left "
+        "out: none.",
     )
     labels: dict[
         Annotated[
@@ -356,15 +363,21 @@ class ClusterConfig(StrictModel):
     ) = Field(default=None, description="Cluster name; default: the environment name.")
     node_recovery: Literal["Automatic", "None"] = Field(
         default="Automatic",
-        description="Automatic: HyperPod replaces or reboots the nodes its health checks find faulty; None: it does not. Default Automatic (autoscaling needs it).",
+        description="Automatic: HyperPod replaces or reboots the nodes its health checks find "
+        "faulty; None: it does not. Default Automatic (autoscaling needs it).",
     )
     node_provisioning_mode: Literal["Continuous"] | None = Field(
         default="Continuous",
-        description="Continuous: HyperPod provisions nodes in the background and retries them, group by group (needed by min_count, instance_types, spot capacity, customer managed EBS keys, autoscaling and the accounting database); null: HyperPod's original mode, every node provisioned when the cluster is created or updated. Default Continuous.",
+        description="Continuous: HyperPod provisions nodes in the background and retries them, "
+        "group by group (needed by min_count, instance_types, spot capacity, customer "
+        "managed EBS keys, autoscaling and the accounting database); null: HyperPod's "
+        "original mode, every node provisioned when the cluster is created or updated."
+        " Default Continuous.",
     )
     lifecycle_scripts: str = Field(
         default="lifecycle_assets",
-        description="Directory uploaded, unpacked, under a content-hashed prefix (relative to the project root).",
+        description="Directory uploaded, unpacked, under a content-hashed prefix (relative to the "
+        "project root).",
     )
     lifecycle_hook: Literal["OnInitComplete", "OnCreate"] | None = Field(
         default=None,
@@ -375,16 +388,20 @@ class ClusterConfig(StrictModel):
     )
     execution_role_arn: RoleArn | None = Field(
         default=None,
-        description="An existing IAM role the nodes run as, of this account; left out: the role the app creates with what the nodes need (the lifecycle scripts, FSx, logs).",
+        description="An existing IAM role the nodes run as, of this account; left out: the role "
+        "the app creates with what the nodes need (the lifecycle scripts, FSx, logs).",
     )
     auto_scaling: bool = Field(
         default=False,
-        description="Continuous only: HyperPod's managed Karpenter scales the groups of cluster.node_pools; false: no autoscaling.",
+        description="Continuous only: HyperPod's managed Karpenter scales the groups of "
+        "cluster.node_pools; false: no autoscaling.",
         json_schema_extra=eks_only(),
     )
     cluster_role_arn: RoleArn | None = Field(
         default=None,
-        description="An existing IAM role HyperPod assumes to scale the cluster (ClusterRole, for autoscaling), of this account; left out: with auto_scaling the app creates one, else none.",
+        description="An existing IAM role HyperPod assumes to scale the cluster (ClusterRole, for "
+        "autoscaling), of this account; left out: with auto_scaling the app creates "
+        "one, else none.",
     )
     tiered_storage: TieredStorageConfig | None = Field(
         default=None,
@@ -400,7 +417,8 @@ class ClusterConfig(StrictModel):
     )
     slurm: SlurmSettings | None = Field(
         default=None,
-        description="Orchestrator-level Slurm settings; null: HyperPod's defaults (no accounting database).",
+        description="Orchestrator-level Slurm settings; null: HyperPod's defaults (no accounting "
+        "database).",
         json_schema_extra=slurm_only(),
     )
     node_setup: NodeSetup = Field(
@@ -410,7 +428,8 @@ class ClusterConfig(StrictModel):
     instance_groups: Annotated[
         list[InstanceGroup], Field(min_length=1, max_length=facts.MAX_INSTANCE_GROUPS)
     ] = Field(
-        description="The instance groups; a Slurm cluster has one Controller group, at most one Login group and Compute groups."
+        description="The instance groups; a Slurm cluster has one Controller group, at most one "
+        "Login group and Compute groups."
     )
 
     @property

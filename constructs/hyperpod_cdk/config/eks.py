@@ -59,7 +59,8 @@ class EksDependencies(StrictModel):
 
     health_monitoring_agent: bool = Field(
         default=True,
-        description="HyperPod health monitoring agent (aws-hyperpod); needed for automatic node recovery.",
+        description="HyperPod health monitoring agent (aws-hyperpod); needed for automatic node "
+        "recovery.",
     )
     deep_health_check: bool = Field(
         default=True, description="RBAC HyperPod's deep health checks use (aws-hyperpod)."
@@ -149,7 +150,8 @@ class EksChartValues(StrictModel):
 
     extra_tolerations: list[Toleration] = Field(
         default_factory=list,
-        description="Tolerations added to every pod of the chart (e.g. a custom taint of your groups).",
+        description="Tolerations added to every pod of the chart (e.g. a custom taint of your "
+        "groups).",
     )
     extra_instance_types: ExtraInstanceTypes = Field(
         default_factory=lambda: ExtraInstanceTypes(),
@@ -251,24 +253,32 @@ class EksConfig(StrictModel):
         | None
     ) = Field(
         default=None,
-        description="Adopt this EKS cluster (of this account and region) instead of creating one; then kubernetes_version and every eks.dependencies key are required. Left out: the app creates <name>-eks.",
+        description="Adopt this EKS cluster (of this account and region) instead of creating one; "
+        "then kubernetes_version and every eks.dependencies key are required. Left "
+        "out: the app creates <name>-eks.",
     )
     kubectl_role_arn: RoleArn | None = Field(
         default=None,
-        description="Adopted cluster: an existing IAM role of this account for the kubectl handler Lambda function (it must be able to run kubectl on the cluster); left out: the handler gets a role the app creates.",
+        description="Adopted cluster: an existing IAM role of this account for the kubectl handler"
+        " Lambda function (it must be able to run kubectl on the cluster); left out: "
+        "the handler gets a role the app creates.",
     )
     kubernetes_version: Annotated[KubernetesVersion, BeforeValidator(decimal_version)] = Field(
         default="1.35",
-        description="Kubernetes version of the cluster the app creates (a version HyperPod supports); "
+        description="Kubernetes version of the cluster the app creates (a version HyperPod "
+        "supports); "
         "required with cluster_arn: the adopted cluster's version (picks the kubectl and add-on versions).",
     )
     endpoint_access: Literal["private", "public_and_private", "public"] = Field(
         default="private",
-        description="Who reaches the Kubernetes API endpoint of a created cluster: private (from the VPC only), public_and_private or public (from public_access_cidrs); default private.",
+        description="Who reaches the Kubernetes API endpoint of a created cluster: private (from "
+        "the VPC only), public_and_private or public (from public_access_cidrs); "
+        "default private.",
     )
     public_access_cidrs: list[Cidr] = Field(
         default_factory=list,
-        description="The networks that may reach a public endpoint (needed with public or public_and_private; 0.0.0.0/0 is refused); default: none.",
+        description="The networks that may reach a public endpoint (needed with public or "
+        "public_and_private; 0.0.0.0/0 is refused); default: none.",
     )
     admin_principal_arns: list[
         Annotated[
@@ -280,11 +290,13 @@ class EksConfig(StrictModel):
         ]
     ] = Field(
         default_factory=list,
-        description="IAM roles or users given a cluster-admin access entry on a created cluster (of any account); default: none.",
+        description="IAM roles or users given a cluster-admin access entry on a created cluster "
+        "(of any account); default: none.",
     )
     logging: list[EksLogType] = Field(
         default_factory=lambda: list(get_args(EksLogType)),
-        description="Control-plane log types a created cluster sends to CloudWatch Logs; default: all five.",
+        description="Control-plane log types a created cluster sends to CloudWatch Logs; default: "
+        "all five.",
     )
     dependencies: EksDependencies = Field(
         default_factory=lambda: EksDependencies(),
@@ -305,7 +317,8 @@ class EksConfig(StrictModel):
         | None
     ) = Field(
         default=None,
-        description="Pull every image of the dependencies chart from <image_registry>/<repository>:<tag> "
+        description="Pull every image of the dependencies chart from "
+        "<image_registry>/<repository>:<tag> "
         "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.facts.chart --mirror-list REGION` "
         "lists what to copy). Needed in a closed network for the images of public registries.",
     )

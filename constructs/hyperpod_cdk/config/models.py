@@ -92,34 +92,40 @@ class EnvironmentConfig(StrictModel):
         default=None, description="Else CDK_DEFAULT_ACCOUNT; synth works without it."
     )
     region: Region = Field(
-        description="The AWS Region of the environment (commercial, GovCloud or China partition), e.g. us-west-2."
+        description="The AWS Region of the environment (commercial, GovCloud or China partition), "
+        "e.g. us-west-2."
     )
     orchestrator: Literal["slurm", "eks"] = Field(
         default="slurm",
-        description="What orchestrates the HyperPod cluster: slurm or eks (an EKS cluster, created or adopted with the eks section); default slurm.",
+        description="What orchestrates the HyperPod cluster: slurm or eks (an EKS cluster, created"
+        " or adopted with the eks section); default slurm.",
     )
     tags: dict[TagKey, TagValue] = Field(
         default_factory=dict, description="Applied to every taggable resource."
     )
     compliance_packs: list[CompliancePack] = Field(
         default_factory=default_compliance_packs,
-        description="cdk-nag rule packs every stack is checked against at synth (besides the project's HyperPod rules); default: AwsSolutions.",
+        description="cdk-nag rule packs every stack is checked against at synth (besides the "
+        "project's HyperPod rules); default: AwsSolutions.",
     )
     iam: IamConfig = Field(
         default_factory=IamConfig,
-        description="Settings applied to every IAM role the app creates; left out: no permissions boundary, path /.",
+        description="Settings applied to every IAM role the app creates; left out: no permissions "
+        "boundary, path /.",
     )
     network: NetworkConfig = Field(
         description="The VPC the environment runs in: created, or adopted with vpc_id."
     )
     storage: StorageConfig = Field(
         default_factory=StorageConfig,
-        description="Shared storage of the environment; left out: a new FSx for Lustre file system with the defaults of storage.fsx.",
+        description="Shared storage of the environment; left out: a new FSx for Lustre file system"
+        " with the defaults of storage.fsx.",
     )
     cluster: ClusterConfig = Field(description="The HyperPod cluster and its instance groups.")
     eks: EksConfig | None = Field(
         default=None,
-        description="The EKS cluster that orchestrates HyperPod; null: a cluster the app creates, with the defaults below.",
+        description="The EKS cluster that orchestrates HyperPod; null: a cluster the app creates, "
+        "with the defaults below.",
         json_schema_extra=eks_only(),
     )
     alerts: AlertsConfig | None = Field(

@@ -62,7 +62,8 @@ class EgressRule(StrictModel):
     cidr: Cidr = Field(description="Where to, e.g. 0.0.0.0/0 or 10.20.0.0/16.")
     description: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = Field(
         default=None,
-        description="The rule's description in the security group; left out: network.node_egress: <protocol> <ports> to <cidr>.",
+        description="The rule's description in the security group; left out: network.node_egress: "
+        "<protocol> <ports> to <cidr>.",
     )
 
     @model_validator(mode="after")
@@ -101,7 +102,8 @@ class NetworkConfig(StrictModel):
     )
     additional_compute_cidrs: dict[AzId, Cidr] = Field(
         default_factory=dict,
-        description="A further HyperPod subnet per AZ ID, for groups with their own availability_zone_id.",
+        description="A further HyperPod subnet per AZ ID, for groups with their own "
+        "availability_zone_id.",
     )
     additional_compute_subnet_ids: dict[AzId, SubnetId] = Field(
         default_factory=dict,
@@ -125,7 +127,8 @@ class NetworkConfig(StrictModel):
     )
     security_group_ids: list[SecurityGroupId] = Field(
         default_factory=list,
-        description="Extra groups put on the nodes; each must allow all traffic from and to itself (EFA).",
+        description="Extra groups put on the nodes; each must allow all traffic from and to itself"
+        " (EFA).",
     )
     interface_endpoints: list[str] = Field(
         default_factory=list,

@@ -141,15 +141,18 @@ class Exporters(StrictModel):
 
     node: bool = Field(
         default=False,
-        description="Local only: node exporter (HyperPod's node_exporter image) on every Slurm node.",
+        description="Local only: node exporter (HyperPod's node_exporter image) on every Slurm "
+        "node.",
     )
     dcgm: bool = Field(
         default=False,
-        description="Local only: NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter image) on GPU nodes.",
+        description="Local only: NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter "
+        "image) on GPU nodes.",
     )
     efa: bool = Field(
         default=False,
-        description="Local only: EFA exporter (the counters under /sys/class/infiniband) on nodes with EFA devices.",
+        description="Local only: EFA exporter (the counters under /sys/class/infiniband) on nodes "
+        "with EFA devices.",
     )
     node_port: Port = Field(default=9100, description="Port of the node exporter.")
     dcgm_port: Port = Field(default=9400, description="Port of the DCGM exporter.")

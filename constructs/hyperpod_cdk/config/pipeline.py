@@ -69,7 +69,8 @@ class PipelineConfig(StrictModel):
             "a CodeConnections connection ARN like arn:aws:codeconnections:us-west-2:111122223333:connection/<id>",
         ),
     ] = Field(
-        description="The CodeConnections connection to the repository host (created and authorized in the console first)."
+        description="The CodeConnections connection to the repository host (created and authorized"
+        " in the console first)."
     )
     repository: Annotated[
         str, matching(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "owner/repository")
@@ -102,11 +103,13 @@ class PipelineFileConfig(StrictModel):
     )
     compliance_packs: list[CompliancePack] = Field(
         default_factory=default_compliance_packs,
-        description="cdk-nag rule packs the pipeline stack is checked against at synth; default: AwsSolutions.",
+        description="cdk-nag rule packs the pipeline stack is checked against at synth; default: "
+        "AwsSolutions.",
     )
     iam: IamConfig = Field(
         default_factory=IamConfig,
-        description="Settings applied to every IAM role of the pipeline stack; left out: no permissions boundary, path /.",
+        description="Settings applied to every IAM role of the pipeline stack; left out: no "
+        "permissions boundary, path /.",
     )
     pipeline: PipelineConfig = Field(description="The pipeline: its source and its stages.")
 

@@ -129,7 +129,8 @@ class FsxConfig(StrictModel):
     )
     lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(decimal_version)] = Field(
         default="2.15",
-        description="Lustre version of a new file system: 2.15 (needed by metadata_iops and efa_enabled) or 2.12; default 2.15.",
+        description="Lustre version of a new file system: 2.15 (needed by metadata_iops and "
+        "efa_enabled) or 2.12; default 2.15.",
     )
     efa_enabled: bool = Field(
         default=False, description="EFA-enabled file system (creation-time only)."
@@ -154,7 +155,8 @@ class FsxConfig(StrictModel):
     )
     data_repository_associations: list[DataRepositoryAssociation] = Field(
         default_factory=list,
-        description="S3 prefixes linked to folders of the file system (data repository associations); default: none.",
+        description="S3 prefixes linked to folders of the file system (data repository "
+        "associations); default: none.",
     )
 
     @field_validator("mount_path")
@@ -321,7 +323,9 @@ class StorageConfig(StrictModel):
 
     fsx: FsxConfig = Field(
         default_factory=FsxConfig,
-        description="FSx for Lustre, mounted on every node: a new file system, an adopted one (file_system_id), or none (enabled: false); left out: a new one with the defaults below.",
+        description="FSx for Lustre, mounted on every node: a new file system, an adopted one "
+        "(file_system_id), or none (enabled: false); left out: a new one with the "
+        "defaults below.",
     )
     openzfs: OpenZfsConfig | None = Field(
         default=None,

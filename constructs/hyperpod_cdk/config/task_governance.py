@@ -97,7 +97,8 @@ class PriorityClass(StrictModel):
     and may preempt tasks of a lower one."""
 
     name: TaskGovernanceName = Field(
-        description="The class name; the service names the Kueue priority class <name>-priority, which a job names in its kueue.x-k8s.io/priority-class label."
+        description="The class name; the service names the Kueue priority class <name>-priority, "
+        "which a job names in its kueue.x-k8s.io/priority-class label."
     )
     weight: Weight = Field(description="0-100; higher runs first.")
 
@@ -211,7 +212,8 @@ class Team(StrictModel):
     )
     sharing: Sharing = Field(
         default_factory=lambda: Sharing(),
-        description="How the team shares idle compute with the others; left out: LendAndBorrow with the service's borrow limit.",
+        description="How the team shares idle compute with the others; left out: LendAndBorrow "
+        "with the service's borrow limit.",
     )
     preempt_team_tasks: Literal["Never", "LowerPriority"] = Field(
         default="LowerPriority",
