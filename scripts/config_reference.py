@@ -7,11 +7,12 @@
 
 One table per section of the environment file (and of a pipeline file), with
 key, type or allowed values, default and description. The descriptions come
-from ``Field(description=...)`` (or the nested model's docstring); a leading
-"slurm only", "eks only" or "Continuous only" becomes a marker.
+from ``Field(description=...)``; the orchestrator a key applies to only comes from
+its field metadata (``eks_only()`` / ``slurm_only()`` of
+:mod:`hyperpod_cdk.config.base`) and marks the key and every section inside it; a
+leading "Continuous only" becomes a marker too.
 
-Works with a bare ``python3`` that has pydantic and PyYAML (the source tree is
-put on ``sys.path`` when the library is not installed) and never imports the
+Runs with the project's Python (hyperpod_cdk installed) and never imports the
 CDK: only ``hyperpod_cdk.config`` is loaded.
 """
 
@@ -28,34 +29,25 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
+from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen
+from pydantic import BaseModel, StringConstraints
+from pydantic.fields import FieldInfo
+
+from hyperpod_cdk import facts
+from hyperpod_cdk.config.base import PATTERN_HINTS, scope_of
+from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.pipeline import PipelineFileConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "configuration.md"
 START = "<!-- config-reference:start -->"
 END = "<!-- config-reference:end -->"
 
-try:
-    import hyperpod_cdk.config.models  # noqa: F401
-except ImportError:  # the library is not installed: use the source tree
-    sys.path.insert(0, str(ROOT / "constructs"))
-
-from annotated_types import Ge, Gt, Le, Lt, MaxLen, MinLen  # noqa: E402
-from pydantic import BaseModel, StringConstraints  # noqa: E402
-from pydantic.fields import FieldInfo  # noqa: E402
-
-from hyperpod_cdk import facts  # noqa: E402
-from hyperpod_cdk.config.models import (  # noqa: E402
-    PATTERN_HINTS,
-    EnvironmentConfig,
-    PipelineFileConfig,
-)
-
 # Allowed values that a field validator (not the type) enforces, by dotted path.
 VALIDATED_VALUES: dict[str, tuple[str, ...]] = {
     "network.interface_endpoints": facts.INTERFACE_ENDPOINT_SERVICES,
 }
 
-_ORCHESTRATOR_SCOPE = re.compile(r"^(slurm|eks)\b(?: only\b)?[,;:.]?\s*")
 _CONTINUOUS_SCOPE = re.compile(r"^Continuous\b(?: only\b)?[,;:.]?\s*")
 
 
@@ -85,13 +77,16 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] if text else ""
 
 
-def _scopes(text: str) -> tuple[list[str], str]:
-    """The scope markers at the start of a description, and the rest of it."""
-    scopes: list[str] = []
-    match = _ORCHESTRATOR_SCOPE.match(text)
-    if match:
-        scopes.append(f"{match.group(1)} only")
-        text = text[match.end() :]
+def _orchestrator(field: FieldInfo, inherited: str | None) -> str | None:
+    """The orchestrator a key applies to only: its own scope, else its section's."""
+    scope = scope_of(field)
+    return scope.orchestrator if scope else inherited
+
+
+def _scopes(text: str, orchestrator: str | None = None) -> tuple[list[str], str]:
+    """The scope markers of a description (the orchestrator given, a leading "Continuous
+    only"), and the rest of it."""
+    scopes = [f"{orchestrator} only"] if orchestrator else []
     match = _CONTINUOUS_SCOPE.match(text)
     if match:
         scopes.append("Continuous only")
@@ -285,25 +280,33 @@ def default_text(field: FieldInfo) -> str:
 
 @dataclass(frozen=True)
 class Section:
-    """One table: the keys of ``model`` at ``path`` (``""`` for the top level)."""
+    """One table: the keys of ``model`` at ``path`` (``""`` for the top level), all of them only
+    for ``orchestrator`` when it is set."""
 
     path: str
     model: type[BaseModel]
+    orchestrator: str | None = None
 
 
 def _doc(model: type[BaseModel]) -> str:
     return (model.__doc__ or "").strip().split("\n\n")[0]
 
 
-def walk(model: type[BaseModel], path: str = "") -> Iterator[Section]:
+def walk(
+    model: type[BaseModel], path: str = "", orchestrator: str | None = None
+) -> Iterator[Section]:
     """The section of ``model`` (when it has keys of its own), then those of its nested models."""
     fields = model.model_fields
     if not path or any(_model_of(f.annotation)[0] is None for f in fields.values()):
-        yield Section(path, model)
+        yield Section(path, model, orchestrator)
     for key, field in fields.items():
         nested, is_list = _model_of(field.annotation)
         if nested is not None:
-            yield from walk(nested, f"{path}.{key}".lstrip(".") + ("[]" if is_list else ""))
+            yield from walk(
+                nested,
+                f"{path}.{key}".lstrip(".") + ("[]" if is_list else ""),
+                _orchestrator(field, orchestrator),
+            )
 
 
 def _first_section(model: type[BaseModel], path: str) -> str:
@@ -315,11 +318,14 @@ def row(section: Section, key: str, field: FieldInfo) -> str:
     path = f"{section.path}.{key}".lstrip(".")
     nested, is_list = _model_of(field.annotation)
     description = field.description or ""
+    # the section's own scope is said once, above its table
+    own = _orchestrator(field, section.orchestrator)
+    orchestrator = own if own != section.orchestrator else None
     if nested is not None:
         target = _first_section(nested, path + ("[]" if is_list else ""))
         kind = "list of mappings" if is_list else "mapping"
         type_cell = f"{kind}, see {_link(target)}"
-        field_scopes, field_text = _scopes(description)
+        field_scopes, field_text = _scopes(description, orchestrator)
         doc_scopes, doc_text = _scopes(_doc(nested))
         scopes = field_scopes + [s for s in doc_scopes if s not in field_scopes]
         text = field_text or doc_text
@@ -331,12 +337,12 @@ def row(section: Section, key: str, field: FieldInfo) -> str:
             and field.default_factory is None
         ):
             type_cell += f" or {_code('null')}"
-        scopes, text = _scopes(description)
+        scopes, text = _scopes(description, orchestrator)
     return f"| {_code(key)} | {type_cell} | {default_text(field)} | {_described(scopes, text)} |"
 
 
 def section_text(section: Section) -> str:
-    scopes, text = _scopes(_doc(section.model))
+    scopes, text = _scopes(_doc(section.model), section.orchestrator)
     title = _code(section.path) if section.path else "Top level"
     lines = [f'<a id="{_anchor(section.path)}"></a>', "", f"### {title}", ""]
     intro = _described(scopes, text)
@@ -352,7 +358,7 @@ def render() -> str:
     """The whole reference: the environment file, then the pipeline file."""
     parts = [
         "<!-- Generated by `python scripts/config_reference.py --write` from "
-        "constructs/hyperpod_cdk/config/models.py: edit the models, not this block. -->",
+        "the models of constructs/hyperpod_cdk/config/: edit the models, not this block. -->",
     ]
     parts += [section_text(s) for s in walk(EnvironmentConfig)]
     pipeline_keys = [k for k in PipelineFileConfig.model_fields if k != "pipeline"]

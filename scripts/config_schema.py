@@ -16,6 +16,9 @@ import json
 import sys
 from pathlib import Path
 
+from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.pipeline import PipelineFileConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = ROOT / "config" / "schema"
 HEADER = "# yaml-language-server: $schema="
@@ -23,8 +26,6 @@ HEADER = "# yaml-language-server: $schema="
 
 def schemas() -> dict[str, str]:
     """File name -> the schema's JSON text (sorted keys, so a diff shows only real changes)."""
-    sys.path.insert(0, str(ROOT / "constructs"))
-    from hyperpod_cdk.config.models import EnvironmentConfig, PipelineFileConfig
 
     def text(model: type) -> str:
         return json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"  # type: ignore[attr-defined]

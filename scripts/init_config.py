@@ -16,12 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+# scripts/ is on sys.path as the folder of the script run (and hyperpod_cdk is installed)
+from config_schema import HEADER, SCHEMA_DIR, header_for
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "constructs"))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from config_schema import HEADER, SCHEMA_DIR, header_for  # noqa: E402
-
 SCHEMA = SCHEMA_DIR / "environment.schema.json"
 
 # AZ IDs are <region code><number>-az<n>: us-east-1 -> use1, ap-northeast-1 -> apne1,

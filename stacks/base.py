@@ -12,7 +12,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct, IValidation
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.models import IamConfig
+from hyperpod_cdk.config.iam import IamConfig
 from hyperpod_cdk.config.observability import observability_settings
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.network import HyperPodNetwork

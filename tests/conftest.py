@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 # `stacks` is a folder of the app, not an installed package; stack_testkit (config discovery and
 # template helpers, shared with the stack tests) lives in tests/stacks.
 # (tests/ itself for the shared helpers of tests/support, which has no __init__.py)
-for _path in (PROJECT_ROOT, PROJECT_ROOT / "tests", PROJECT_ROOT / "tests" / "stacks"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "stacks"))
 
-from stack_testkit import (  # noqa: E402
+from stack_testkit import (
     DELETE,
     EKS_CONFIGS,
     SHIPPED_CONFIGS,
@@ -41,6 +40,8 @@ from stack_testkit import (  # noqa: E402
     config_path,
     with_changes,
 )
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
 
 if TYPE_CHECKING:
     import aws_cdk as cdk

@@ -249,7 +249,7 @@ def test_config_keys_named_exist(page: Path) -> None:
     sys.path.insert(0, str(ROOT / "constructs"))
     try:
         from hyperpod_cdk.config import EnvironmentConfig
-        from hyperpod_cdk.config.models import PipelineFileConfig
+        from hyperpod_cdk.config.pipeline import PipelineFileConfig
     finally:
         sys.path.pop(0)
     unknown = []

@@ -80,9 +80,9 @@ _EXPORTS = {
     "AutoPatch": "hyperpod_cdk.config",
     "ClusterConfig": "hyperpod_cdk.config",
     "DataRepositoryAssociation": "hyperpod_cdk.config",
-    "EksAddons": "hyperpod_cdk.config.models",
+    "EksAddons": "hyperpod_cdk.config.eks",
     "EksConfig": "hyperpod_cdk.config",
-    "EksDependencies": "hyperpod_cdk.config.models",
+    "EksDependencies": "hyperpod_cdk.config.eks",
     "EnvironmentConfig": "hyperpod_cdk.config",
     "FsxConfig": "hyperpod_cdk.config",
     "IamConfig": "hyperpod_cdk.config",
@@ -215,7 +215,7 @@ if TYPE_CHECKING:
         validate_file,
     )
     from hyperpod_cdk.config.alerts import AlertsConfig
-    from hyperpod_cdk.config.models import EksAddons, EksDependencies
+    from hyperpod_cdk.config.eks import EksAddons, EksDependencies
     from hyperpod_cdk.config.node_setup import NodeSetup
     from hyperpod_cdk.context import recommended_context
     from hyperpod_cdk.eks.addons import HyperPodEksAddons

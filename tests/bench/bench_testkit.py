@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import bench
+import critical_path as cp
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS_DIR = PROJECT_ROOT / "scripts"
-if str(SCRIPTS_DIR) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS_DIR))
-
-import bench  # noqa: E402
-import critical_path as cp  # noqa: E402
 
 __all__ = ["bench", "cp", "res", "template"]
 

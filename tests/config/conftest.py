@@ -9,17 +9,13 @@ from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
 # The test modules import config_testkit from this folder (there are no __init__.py files).
-sys.path.insert(0, str(HERE))
-try:
-    import hyperpod_cdk.config  # noqa: F401
-except ImportError:  # the library is not installed (no venv yet): use the source tree
-    sys.path.insert(0, str(HERE.parents[1] / "constructs"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from config_testkit import build
 
-from config_testkit import build  # noqa: E402
+from hyperpod_cdk.config import ConfigError, Issue, parse, validate
 
-from hyperpod_cdk.config import ConfigError, Issue, parse, validate  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")

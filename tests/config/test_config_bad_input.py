@@ -27,8 +27,8 @@ from pydantic import BaseModel
 from hyperpod_cdk import facts
 from hyperpod_cdk.config import ConfigError, EnvironmentConfig, PipelineFileConfig, validate
 from hyperpod_cdk.config.__main__ import main
+from hyperpod_cdk.config.base import WHOLE_NUMBER
 from hyperpod_cdk.config.loader import load_file
-from hyperpod_cdk.config.models import WHOLE_NUMBER
 from hyperpod_cdk.config.node_setup import UsersFile
 
 G = "cluster.instance_groups"

@@ -12,6 +12,7 @@ import pytest
 from config_testkit import DELETE, assert_issue, build
 
 from hyperpod_cdk.config import parse
+from hyperpod_cdk.facts.versions import SUPPORTED_KUBERNETES_VERSIONS
 
 G = "cluster.instance_groups"
 FSX = "storage.fsx"
@@ -432,6 +433,20 @@ def test_unquoted_versions_read_as_the_version_they_show(project_root) -> None:
     assert cfg.storage.fsx.lustre_version == "2.12"
     eks = parse(build({"eks.kubernetes_version": 1.3}, base="eks"), project_root)
     assert eks.eks is not None and eks.eks.kubernetes_version == "1.30"
+
+
+@pytest.mark.parametrize("version", SUPPORTED_KUBERNETES_VERSIONS)
+def test_every_kubernetes_version_of_the_facts_table_is_accepted(project_root, version) -> None:
+    # the config's choices are facts.versions.SUPPORTED_KUBERNETES_VERSIONS itself (no copy)
+    eks = parse(build({"eks.kubernetes_version": version}, base="eks"), project_root)
+    assert eks.eks is not None and eks.eks.kubernetes_version == version
+
+
+def test_a_kubernetes_version_outside_the_facts_table_is_refused(check) -> None:
+    found = check({"eks.kubernetes_version": "1.29"}, base="eks")
+    listed = " or ".join([", ".join(repr(v) for v in SUPPORTED_KUBERNETES_VERSIONS[:-1]),
+                          repr(SUPPORTED_KUBERNETES_VERSIONS[-1])])  # fmt: skip
+    assert_issue(found, "eks.kubernetes_version", listed)
 
 
 def test_partition_names_follow_the_cloudformation_schema() -> None:

@@ -11,6 +11,7 @@ import pytest
 from config_testkit import assert_issue, build
 
 from hyperpod_cdk.config import EnvironmentConfig, Issue
+from hyperpod_cdk.config.base import check_orchestrator_scope
 from hyperpod_cdk.config.node_setup import (
     USERS_FILE_ON_NODE,
     NodeSetup,
@@ -67,6 +68,14 @@ def node_issues(
     out = Collector()
     check_node_setup(config_of(changes, base, root), root, out)
     return [i for i in out.issues if severity is None or i.severity == severity]
+
+
+def scope_issues(root: Path, changes: dict[str, Any], base: str) -> list[Issue]:
+    """What the one orchestrator-scope rule reports (the node_setup keys carry their scope)."""
+    out = Collector()
+    cfg = config_of(changes, base, root)
+    check_orchestrator_scope(cfg, cfg.orchestrator, out)
+    return out.issues
 
 
 # -- defaults -----------------------------------------------------------------------------------
@@ -223,12 +232,12 @@ SAMPLE = {
 
 @pytest.mark.parametrize("key", SLURM_ONLY)
 def test_slurm_keys_are_errors_under_eks(root: Path, key: str) -> None:
-    issues = node_issues(root, {f"{NS}.{key}": SAMPLE.get(key, False)}, base="eks")
+    issues = scope_issues(root, {f"{NS}.{key}": SAMPLE.get(key, False)}, base="eks")
     assert_issue(issues, f"{NS}.{key}", "applies only with orchestrator: slurm")
 
 
 def test_eks_keys_are_errors_under_slurm(root: Path) -> None:
-    issues = node_issues(root, {f"{NS}.eks_containerd_on_ebs": False})
+    issues = scope_issues(root, {f"{NS}.eks_containerd_on_ebs": False}, base="slurm")
     assert_issue(issues, f"{NS}.eks_containerd_on_ebs", "applies only with orchestrator: eks")
 
 

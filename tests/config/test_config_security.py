@@ -12,7 +12,7 @@ import pytest
 import yaml
 from config_testkit import REPO, assert_issue, build
 
-from hyperpod_cdk.config.models import is_system_directory
+from hyperpod_cdk.config.base import is_system_directory
 from hyperpod_cdk.lifecycle.prefix import UPLOAD_EXCLUDE, lifecycle_files
 
 EKS_PUBLIC = {"eks.endpoint_access": "public"}

@@ -20,7 +20,7 @@ from aws_cdk.assertions import Match, Template
 from support.assembly import acknowledgments
 
 from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, register_compliance_packs
-from hyperpod_cdk.config.models import EksAddons
+from hyperpod_cdk.config.eks import EksAddons
 from hyperpod_cdk.eks.addons import HyperPodEksAddons
 from hyperpod_cdk.facts.versions import addon_version
 from hyperpod_cdk.storage.file_system import FileSystemHandle

@@ -3,11 +3,8 @@ and the HyperPod minimum for the VPC CNI."""
 
 from __future__ import annotations
 
-from typing import get_args
-
 import pytest
 
-from hyperpod_cdk.config.models import EksConfig
 from hyperpod_cdk.facts.versions import (
     CORE_ADDONS,
     KNOWN_ADDONS,
@@ -25,17 +22,6 @@ EVERY_PAIR = [
 ]
 
 
-def _literal_values(annotation: object) -> set[str]:
-    """The strings of the ``Literal`` inside an ``Annotated[Literal[...], ...]``."""
-    found: set[str] = set()
-    for arg in get_args(annotation):
-        if isinstance(arg, str):
-            found.add(arg)
-        else:
-            found |= _literal_values(arg)
-    return found
-
-
 def test_core_addons_are_the_four_hyperpod_needs() -> None:
     assert CORE_ADDONS == ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent")
 
@@ -51,12 +37,6 @@ def test_optional_addons_are_the_hyperpod_addons() -> None:
         "metrics-server",
         "amazon-sagemaker-hyperpod-inference",
     }
-
-
-def test_supported_versions_match_the_config_model() -> None:
-    # a version the config accepts must have pinned add-ons, and no table may go stale
-    annotation = EksConfig.model_fields["kubernetes_version"].annotation
-    assert _literal_values(annotation) == set(SUPPORTED_KUBERNETES_VERSIONS)
 
 
 @pytest.mark.parametrize(("addon", "kubernetes_version"), EVERY_PAIR)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from lifecycle_testkit import Changes, DryRunner, dry  # noqa: E402
+from lifecycle_testkit import Changes, DryRunner, dry
 
 
 @pytest.fixture(scope="session")

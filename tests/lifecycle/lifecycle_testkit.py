@@ -12,12 +12,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import lifecycle_dry_run as dry
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS_DIR = PROJECT_ROOT / "scripts"
-if str(SCRIPTS_DIR) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS_DIR))
-
-import lifecycle_dry_run as dry  # noqa: E402
 
 LIFECYCLE_ASSETS = PROJECT_ROOT / "lifecycle_assets"
 FAKE_NODE = dry.FAKE_NODE

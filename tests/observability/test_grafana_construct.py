@@ -22,7 +22,7 @@ from aws_cdk.assertions import Template
 
 from hyperpod_cdk import facts
 from hyperpod_cdk.compliance.nag import PACKS, register_compliance_packs
-from hyperpod_cdk.config.models import NetworkConfig
+from hyperpod_cdk.config.network import NetworkConfig
 from hyperpod_cdk.log_encryption import EncryptLogGroups
 from hyperpod_cdk.network.network import HyperPodNetwork
 from hyperpod_cdk.observability.grafana import (

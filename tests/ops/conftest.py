@@ -11,7 +11,7 @@ import pytest
 # The test modules import ops_testkit from this folder (there are no __init__.py files).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ops_testkit import StubbedAws  # noqa: E402
+from ops_testkit import StubbedAws
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from hyperpod_ops.ssm import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "ssm"))
-from fake_ssm import TOKEN, install_plugin, process_gone, session  # noqa: E402
+from fake_ssm import TOKEN, install_plugin, process_gone, session
 
 TARGET = "sagemaker-cluster:abc123def456_controller-i-0aaa"
 

@@ -24,8 +24,8 @@ from hyperpod_ops.ssm import RemoteResult
 from hyperpod_ops.sync_users import ONLY_STEPS, SESSION_REASON, Node, run_nodes
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures" / "ssm"))
-from fake_ssm import HERE as FAKES  # noqa: E402
-from fake_ssm import FakePlugin, install_plugin, session  # noqa: E402
+from fake_ssm import HERE as FAKES
+from fake_ssm import FakePlugin, install_plugin, session
 
 USERS_FILE = "tests/ops/fixtures/sync-users.yaml"
 CLUSTER = "ml-research"

@@ -19,11 +19,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-for _kit in ("ops", "lifecycle"):  # ops_testkit, lifecycle_testkit
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / _kit))
-from slurm_cluster import PACKAGES, SlurmCluster, missing_programs  # noqa: E402
+# ops_testkit, lifecycle_testkit
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lifecycle"))
+from slurm_cluster import PACKAGES, SlurmCluster, missing_programs
 
-from hyperpod_ops.verify.slurm import compute_groups  # noqa: E402
+from hyperpod_ops.verify.slurm import compute_groups
 
 SELECT = "the Slurm cluster tier runs with make test-real (pytest -m real_slurm)"
 

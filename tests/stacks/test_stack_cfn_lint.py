@@ -17,7 +17,7 @@ from stack_testkit import PROJECT_ROOT, stack_params
 if str(PROJECT_ROOT / "tests") not in sys.path:  # tests/support has no __init__.py
     sys.path.insert(0, str(PROJECT_ROOT / "tests"))
 
-from support.cfn_lint_schemas import write_override_schemas  # noqa: E402
+from support.cfn_lint_schemas import write_override_schemas
 
 
 @pytest.fixture(scope="session")

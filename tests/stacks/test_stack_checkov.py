@@ -32,7 +32,7 @@ from hyperpod_cdk.compliance.checkov_skips import (
 if str(PROJECT_ROOT / "scripts") not in sys.path:
     sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
 
-import run_checkov  # noqa: E402
+import run_checkov
 
 # checkov also honours a suppression written anywhere in a resource's text (checkov's
 # COMMENT_REGEX): a template must carry none, so that every skip is in the metadata

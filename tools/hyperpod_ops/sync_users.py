@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperpod_cdk.config import EnvironmentConfig
-from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
+from hyperpod_cdk.config.cluster import LIFECYCLE_ENTRY_SCRIPT
 from hyperpod_cdk.lifecycle.prefix import config_lifecycle_prefix
 from hyperpod_ops.aws import (
     ClientFactory,

@@ -11,7 +11,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.config.alerts import rollback_alarm_names
-from hyperpod_cdk.config.models import AutoPatch, ClusterConfig, InstanceGroup, ScheduledUpdate
+from hyperpod_cdk.config.cluster import AutoPatch, ClusterConfig, InstanceGroup, ScheduledUpdate
 from hyperpod_cdk.storage.file_system import FileSystemHandle
 from hyperpod_cdk.storage.openzfs import OpenZfsHandle
 

@@ -1,5 +1,19 @@
 """The environment config: typed models, cross-key rules and the YAML loader."""
 
+from hyperpod_cdk.config.base import Issue
+from hyperpod_cdk.config.cluster import (
+    LIFECYCLE_ENTRY_SCRIPT,
+    PACKAGED_SCRIPTS,
+    AutoPatch,
+    ClusterConfig,
+    InstanceGroup,
+    ScheduledUpdate,
+    SlurmSettings,
+    Taint,
+    TieredStorageConfig,
+)
+from hyperpod_cdk.config.eks import EksConfig
+from hyperpod_cdk.config.iam import IamConfig
 from hyperpod_cdk.config.loader import (
     ConfigError,
     load_config,
@@ -9,31 +23,15 @@ from hyperpod_cdk.config.loader import (
     validate,
     validate_file,
 )
-from hyperpod_cdk.config.models import (
-    AutoPatch,
-    ClusterConfig,
+from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.network import NetworkConfig
+from hyperpod_cdk.config.pipeline import PipelineConfig, PipelineFileConfig, PipelineStage
+from hyperpod_cdk.config.rules import check_environment
+from hyperpod_cdk.config.storage import (
     DataRepositoryAssociation,
-    EksConfig,
-    EnvironmentConfig,
     FsxConfig,
-    IamConfig,
-    InstanceGroup,
-    NetworkConfig,
     OpenZfsConfig,
-    PipelineConfig,
-    PipelineFileConfig,
-    PipelineStage,
-    ScheduledUpdate,
-    SlurmSettings,
     StorageConfig,
-    Taint,
-    TieredStorageConfig,
-)
-from hyperpod_cdk.config.rules import (
-    LIFECYCLE_ENTRY_SCRIPT,
-    PACKAGED_SCRIPTS,
-    Issue,
-    check_environment,
 )
 
 __all__ = [

@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Discriminator, Field, Tag
 
-from hyperpod_cdk.config.models import StrictModel, _matching
+from hyperpod_cdk.config.base import IssueSink, StrictModel, matching
 
 if TYPE_CHECKING:
-    from hyperpod_cdk.config.models import AutoPatch, EnvironmentConfig, ScheduledUpdate
-    from hyperpod_cdk.config.node_setup import IssueSink
+    from hyperpod_cdk.config.cluster import AutoPatch, ScheduledUpdate
+    from hyperpod_cdk.config.models import EnvironmentConfig
 
 AUTO = "auto"
 MAX_ALARM_NAME = 255  # PutMetricAlarm.AlarmName
@@ -64,7 +64,7 @@ ALARM_NAME_PATTERN = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
 
 AlarmName = Annotated[
     str,
-    _matching(
+    matching(
         ALARM_NAME_PATTERN,
         "a CloudWatch alarm name: 1-255 characters, no control characters (tab, line break), "
         "not only spaces",
@@ -79,11 +79,11 @@ RollbackAlarms = Annotated[
     Discriminator(lambda value: "<auto>" if isinstance(value, str) else "<names>"),
 ]
 Email = Annotated[
-    str, _matching(EMAIL_PATTERN, "an email address like ops@example.com", max_length=254)
+    str, matching(EMAIL_PATTERN, "an email address like ops@example.com", max_length=254)
 ]
 SnsTopicArn = Annotated[
     str,
-    _matching(
+    matching(
         SNS_TOPIC_ARN_PATTERN,
         "a standard SNS topic ARN like arn:aws:sns:us-west-2:111122223333:hyperpod-alerts",
     ),

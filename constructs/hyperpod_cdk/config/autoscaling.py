@@ -29,15 +29,16 @@ DrainFirst``, ``IdleWaitWindowInSeconds`` and ``DrainPolicy``, and the deep heal
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Annotated, Protocol
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, field_validator
 
-from hyperpod_cdk.config.models import (
+from hyperpod_cdk.config.base import (
     NOT_IN_CLOUDFORMATION,
     WHOLE_NUMBER,
+    IssueSink,
     StrictModel,
-    _matching,
+    matching,
 )
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ NODE_POOL_NAME_MAX = 63
 
 NodePoolName = Annotated[
     str,
-    _matching(
+    matching(
         NODE_POOL_NAME_PATTERN,
         "a Kubernetes object name: lowercase letters, digits and inner hyphens, like gpu-burst",
         max_length=NODE_POOL_NAME_MAX,
@@ -84,7 +85,7 @@ class NodePoolLimits(StrictModel):
 
 
 class NodePool(StrictModel):
-    """eks only, with ``cluster.auto_scaling``: instance groups Karpenter scales (from 0), and
+    """With ``cluster.auto_scaling``: instance groups Karpenter scales (from 0), and
     their limits: one ``HyperpodNodeClass`` and one ``NodePool`` of this name."""
 
     name: NodePoolName = Field(description="Names the HyperpodNodeClass and the NodePool.")
@@ -95,7 +96,9 @@ class NodePool(StrictModel):
             "or deep health checks, starting at count 0."
         )
     )
-    limits: NodePoolLimits
+    limits: NodePoolLimits = Field(
+        description="The most the pool may hold at once (the NodePool's spec.limits)."
+    )
 
     @field_validator("instance_groups")
     @classmethod
@@ -109,27 +112,13 @@ class NodePool(StrictModel):
 # -- cross-key rules --------------------------------------------------------------------------
 
 
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
-
-
 def check_autoscaling(cfg: EnvironmentConfig, out: IssueSink) -> None:
     """Cross-key problems of ``cluster.node_pools`` and of the API-only cluster fields."""
     _check_api_only_fields(cfg, out)
     cluster = cfg.cluster
     pools = cluster.node_pools
     if cfg.is_slurm:
-        if pools:
-            out.error(
-                "cluster.node_pools",
-                "applies only with orchestrator: eks; set orchestrator: eks to use it, or "
-                "remove it",
-            )
-        return
+        return  # cluster.node_pools is eks only (check_orchestrator_scope)
     if pools and not cluster.auto_scaling:
         out.error(
             "cluster.node_pools",

@@ -13,22 +13,15 @@ EFA_UNCONFIRMED_TYPES); tests/eks/test_chart_instance_types.py ties them to the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from hyperpod_cdk import facts
+from hyperpod_cdk.config.base import IssueSink
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
 
 _EXTRA = "eks.chart_values.extra_instance_types"
-
-
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
 
 
 def check_chart_instance_types(cfg: EnvironmentConfig, out: IssueSink) -> None:

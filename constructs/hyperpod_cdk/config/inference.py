@@ -36,11 +36,11 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from typing import TYPE_CHECKING, Annotated, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, field_validator
 
-from hyperpod_cdk.config.models import StrictModel, _matching
+from hyperpod_cdk.config.base import IssueSink, StrictModel, matching
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -95,7 +95,7 @@ def _valid_bucket(name: str) -> str:
 
 BucketName = Annotated[
     str,
-    _matching(
+    matching(
         BUCKET_NAME_PATTERN,
         "an S3 bucket name: 3-63 lowercase letters, digits, dots and hyphens",
         max_length=MAX_BUCKET_NAME,
@@ -104,7 +104,7 @@ BucketName = Annotated[
 ]
 NamespaceName = Annotated[
     str,
-    _matching(
+    matching(
         # (the node pool name's pattern, written apart: hints are keyed by pattern)
         r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$",
         "a Kubernetes namespace: lowercase letters, digits and inner hyphens",
@@ -113,7 +113,7 @@ NamespaceName = Annotated[
 ]
 OidcProviderArn = Annotated[
     str,
-    _matching(
+    matching(
         OIDC_PROVIDER_PATTERN,
         "an EKS cluster's IAM OIDC provider ARN like arn:aws:iam::111122223333:oidc-provider/"
         "oidc.eks.us-west-2.amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
@@ -133,7 +133,7 @@ class GatedModels(StrictModel):
 
     @field_validator("namespaces")
     @classmethod
-    def _unique(cls, value: list[str]) -> list[str]:
+    def unique(cls, value: list[str]) -> list[str]:
         seen: set[str] = set()
         for name in value:
             if name in seen:
@@ -269,14 +269,6 @@ def operator_role_name(environment: str, region: str) -> str:
 
 
 # -- cross-key rules --------------------------------------------------------------------------
-
-
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
 
 
 _PATH = "eks.addons.inference"

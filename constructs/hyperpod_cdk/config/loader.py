@@ -19,15 +19,12 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import (
-    PATTERN_HINTS,
-    UNION_TAG_PREFIX,
-    EnvironmentConfig,
-    PipelineFileConfig,
-    dotted,
-)
+from hyperpod_cdk.config.base import PATTERN_HINTS, Issue, dotted
+from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.network import UNION_TAG_PREFIX
 from hyperpod_cdk.config.pipeline import (
     LoadedStage,
+    PipelineFileConfig,
     check_pipeline_file,
     check_stage_environment,
     check_stages,
@@ -35,7 +32,7 @@ from hyperpod_cdk.config.pipeline import (
     outside_project,
     stage_path,
 )
-from hyperpod_cdk.config.rules import Issue, check_environment
+from hyperpod_cdk.config.rules import check_environment
 
 
 class ConfigError(Exception):

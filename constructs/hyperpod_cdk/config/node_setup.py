@@ -19,7 +19,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -35,7 +35,16 @@ from pydantic import (
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import WHOLE_NUMBER, StrictModel, _matching
+from hyperpod_cdk.config.base import (
+    WHOLE_NUMBER,
+    IssueSink,
+    StrictModel,
+    dotted,
+    eks_only,
+    matching,
+    slurm_only,
+)
+from hyperpod_cdk.config.storage import shared_homes_directory
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -105,7 +114,7 @@ def _yaml_off(value: Any) -> Any:
 
 PinnedImage = Annotated[
     str,
-    _matching(
+    matching(
         IMAGE_PATTERN,
         "a container image pinned by tag or digest, like registry/path/name:1.2.3",
         max_length=512,
@@ -114,7 +123,7 @@ PinnedImage = Annotated[
 
 
 class Exporters(StrictModel):
-    """slurm only: Prometheus exporters on the nodes, each off by default.
+    """Prometheus exporters on the nodes, each off by default.
 
     The node and DCGM exporters run HyperPod's own images from the Amazon ECR
     registry of the region (the ones AWS's observability extension runs; in a
@@ -132,15 +141,18 @@ class Exporters(StrictModel):
 
     node: bool = Field(
         default=False,
-        description="Local only: node exporter (HyperPod's node_exporter image) on every Slurm node.",
+        description="Local only: node exporter (HyperPod's node_exporter image) on every Slurm "
+        "node.",
     )
     dcgm: bool = Field(
         default=False,
-        description="Local only: NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter image) on GPU nodes.",
+        description="Local only: NVIDIA DCGM exporter (GPU metrics, HyperPod's dcgm_exporter "
+        "image) on GPU nodes.",
     )
     efa: bool = Field(
         default=False,
-        description="Local only: EFA exporter (the counters under /sys/class/infiniband) on nodes with EFA devices.",
+        description="Local only: EFA exporter (the counters under /sys/class/infiniband) on nodes "
+        "with EFA devices.",
     )
     node_port: Port = Field(default=9100, description="Port of the node exporter.")
     dcgm_port: Port = Field(default=9400, description="Port of the DCGM exporter.")
@@ -279,7 +291,7 @@ _INLINE_PASSWORD_KEYS = ("bind_password", "password", "ldap_default_authtok")
 
 DirectoryGroup = Annotated[
     str,
-    _matching(
+    matching(
         DIRECTORY_GROUP_PATTERN,
         "a group name: letters, digits and . _ - @ $, single spaces between words (no commas)",
         max_length=256,
@@ -287,13 +299,13 @@ DirectoryGroup = Annotated[
 ]
 DistinguishedName = Annotated[
     str,
-    _matching(
+    matching(
         DN_PATTERN, "a distinguished name on one line, like dc=example,dc=com", max_length=1024
     ),
 ]
 SecretArn = Annotated[
     str,
-    _matching(
+    matching(
         SECRET_ARN_PATTERN,
         "a Secrets Manager secret ARN like "
         "arn:aws:secretsmanager:us-west-2:111122223333:secret:name-AbCdEf",
@@ -331,7 +343,7 @@ class DirectoryAllowedGroups(StrictModel):
 
 
 class Directory(StrictModel):
-    """slurm only: users and groups from an LDAP or Active Directory server, through SSSD over
+    """Users and groups from an LDAP or Active Directory server, through SSSD over
     TLS (``ldaps://``). The nodes read the bind password and the CA certificate from Secrets
     Manager at boot with their execution role (which may read those two secrets only);
     nothing secret is in the YAML, the templates or S3. Homes follow
@@ -373,7 +385,7 @@ class Directory(StrictModel):
         "(/etc/sudoers.d/hyperpod-directory).",
     )
     ssh_public_key_attribute: (
-        Annotated[str, _matching(r"^[A-Za-z][A-Za-z0-9-]*$", "an LDAP attribute name")] | None
+        Annotated[str, matching(r"^[A-Za-z][A-Za-z0-9-]*$", "an LDAP attribute name")] | None
     ) = Field(
         default=None,
         description="LDAP attribute holding the users' SSH public keys (sshPublicKey with the "
@@ -442,7 +454,7 @@ class NodeSetup(StrictModel):
     users_file: (
         Annotated[
             str,
-            _matching(
+            matching(
                 r"^[A-Za-z0-9._][A-Za-z0-9._/-]*$",
                 "a path relative to the project root, like users.yaml",
                 max_length=1024,
@@ -451,39 +463,46 @@ class NodeSetup(StrictModel):
         | None
     ) = Field(
         default=None,
-        description="slurm only: a YAML file (relative to the project root) of users to create on "
+        description="A YAML file (relative to the project root) of users to create on "
         "every node: {groups: [{name, gid}], users: [{name, uid, groups, ssh_public_keys, "
         "account}]} (docs/operations.md, Lifecycle logs).",
+        json_schema_extra=slurm_only(),
     )
     home_on_shared_storage: bool = Field(
         default=True,
-        description="slurm only: home directories of the users file on FSx (<mount_path>/home/<name>); "
+        description="Home directories of the users file on FSx (<mount_path>/home/<name>); "
         "else local /home.",
+        json_schema_extra=slurm_only(),
     )
     ssh_keys_between_nodes: bool = Field(
         default=True,
-        description="slurm only: a key pair per user of the users file in the shared home, "
+        description="A key pair per user of the users file in the shared home, "
         "authorized for logins between the nodes.",
+        json_schema_extra=slurm_only(),
     )
     container_runtime_on_nvme: bool = Field(
         default=True,
-        description="slurm only: Docker data on the local NVMe (/opt/dlami/nvme), else on the "
+        description="Docker data on the local NVMe (/opt/dlami/nvme), else on the "
         "group's EBS volume (/opt/sagemaker), on login and compute nodes.",
+        json_schema_extra=slurm_only(),
     )
     nvidia_container_toolkit: bool = Field(
         default=True,
-        description="slurm only: on GPU nodes, check the NVIDIA container toolkit the AMI ships "
+        description="On GPU nodes, check the NVIDIA container toolkit the AMI ships "
         "and register its runtime with Docker.",
+        json_schema_extra=slurm_only(),
     )
     enroot_pyxis: bool = Field(
         default=True,
-        description="slurm only: check that enroot and pyxis (shipped by the HyperPod AMI) are "
+        description="Check that enroot and pyxis (shipped by the HyperPod AMI) are "
         "installed and pyxis is registered with Slurm; the scripts never download them.",
+        json_schema_extra=slurm_only(),
     )
     eks_containerd_on_ebs: bool = Field(
         default=True,
-        description="eks only: containerd and kubelet data on the group's EBS volume "
+        description="Containerd and kubelet data on the group's EBS volume "
         "(/opt/sagemaker) instead of the root volume.",
+        json_schema_extra=eks_only(),
     )
     log_rotation: bool = Field(
         default=True,
@@ -494,36 +513,43 @@ class NodeSetup(StrictModel):
     )
     fsx_mount_timeout_seconds: Annotated[int, Field(ge=30, le=3600), WHOLE_NUMBER] = Field(
         default=600,
-        description="slurm only: how long a node waits for the FSx mount before it fails.",
+        description="How long a node waits for the FSx mount before it fails.",
+        json_schema_extra=slurm_only(),
     )
     fsx_efa_check: Annotated[Literal["off", "warn", "fail"], BeforeValidator(_yaml_off)] = Field(
         default="fail",
-        description="slurm only, EFA-enabled FSx: check that Lustre reaches FSx over EFA on nodes "
+        description="EFA-enabled FSx: check that Lustre reaches FSx over EFA on nodes "
         "with EFA devices (one LNet NI per EFA device, and 64 MiB of direct I/O moves the efa "
         "counters; a silent fallback to TCP is slow), at provisioning and at every boot; fail "
         "the node (the default), or only warn in the log.",
+        json_schema_extra=slurm_only(),
     )
     exporters: Exporters = Field(
-        default_factory=Exporters, description="slurm only: Prometheus exporters on the nodes."
+        default_factory=Exporters,
+        description="Prometheus exporters on the nodes.",
+        json_schema_extra=slurm_only(),
     )
     directory: Directory | None = Field(
         default=None,
-        description="slurm only: directory users through SSSD against LDAP or Active Directory "
+        description="Directory users through SSSD against LDAP or Active Directory "
         "over TLS (docs/operations.md, Directory users); null: local users only.",
+        json_schema_extra=slurm_only(),
     )
     restrict_imds: bool = Field(
         default=True,
-        description="slurm only: the users' UIDs (2000 and up: the users file and directory "
+        description="The users' UIDs (2000 and up: the users file and directory "
         "users) cannot reach the instance metadata service (an iptables owner match, as AWS "
         "ParallelCluster's Imds: Secured), so a user or a job cannot take the node role's "
         "credentials; root, the Slurm daemons and the system accounts keep it "
         "(docs/security.md). false: every local user may use the node role.",
+        json_schema_extra=slurm_only(),
     )
     pam_slurm_adopt: bool = Field(
         default=False,
-        description="slurm only, compute nodes: sshd admits a user only to nodes running one of "
+        description="Compute nodes: sshd admits a user only to nodes running one of "
         "their jobs, into that job (pam_slurm_adopt, which must be on the node). Never on "
         "controller or login nodes: it locks users out there.",
+        json_schema_extra=slurm_only(),
     )
 
     @field_validator("users_file")
@@ -661,11 +687,6 @@ class UsersFile(StrictModel):
         return found
 
 
-def _dotted(loc: tuple[int | str, ...]) -> str:
-    """``("users", 1, "uid")`` -> ``users[1].uid`` (models.dotted is defined after this import)."""
-    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
-
-
 # what a pattern mismatch in the users file means, in words (pydantic prints the regex)
 _PATTERN_WORDS = {
     USER_NAME_PATTERN: "1-32 lowercase letters, digits, _ and -, starting with a letter or _",
@@ -710,7 +731,7 @@ def read_users_file(path: Path) -> UsersFile:
         users = UsersFile.model_validate(data if data is not None else {})
     except ValidationError as exc:
         raise UsersFileError(
-            [f"{_dotted(e['loc']) or '(top level)'}: {_in_words(e)}" for e in exc.errors()]
+            [f"{dotted(e['loc']) or '(top level)'}: {_in_words(e)}" for e in exc.errors()]
         ) from None
     problems = users.problems()
     if problems:
@@ -737,28 +758,7 @@ def lifecycle_extra_files(config: EnvironmentConfig, project_root: Path) -> dict
 # -- cross-key rules --------------------------------------------------------------------------
 
 
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
-
-
 _PATH = "cluster.node_setup"
-_EKS_ONLY = ("eks_containerd_on_ebs",)
-_SLURM_ONLY = (
-    "users_file",
-    "home_on_shared_storage",
-    "ssh_keys_between_nodes",
-    "container_runtime_on_nvme",
-    "nvidia_container_toolkit",
-    "enroot_pyxis",
-    "fsx_mount_timeout_seconds",
-    "fsx_efa_check",
-    "exporters",
-    "restrict_imds",
-)
 # Instance families with NVIDIA GPUs (ml.p*, ml.g*); Trainium/Inferentia have none.
 _GPU_FAMILY_PREFIXES = ("p", "g")
 
@@ -773,16 +773,8 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
     """Cross-key problems of ``cluster.node_setup`` (errors and warnings) into ``out``."""
     setup = cfg.cluster.node_setup
     orchestrator = cfg.orchestrator
+    # the keys of the other orchestrator: check_orchestrator_scope
     _check_directory(cfg, out)
-    wrong = _EKS_ONLY if cfg.is_slurm else _SLURM_ONLY
-    for key in wrong:
-        if setup.is_set(key):
-            other = "eks" if cfg.is_slurm else "slurm"
-            out.error(
-                f"{_PATH}.{key}",
-                f"applies only with orchestrator: {other}; set orchestrator: {other} to use it, "
-                "or remove it",
-            )
     if not cfg.is_slurm:
         _check_eks_volumes(cfg, out)
         return
@@ -801,8 +793,6 @@ def check_node_setup(cfg: EnvironmentConfig, project_root: Path | None, out: Iss
             except UsersFileError as exc:
                 for problem in exc.problems:
                     out.error(f"{_PATH}.users_file", f"{setup.users_file}: {problem}")
-
-    from hyperpod_cdk.config.storage import shared_homes_directory
 
     shared_homes = shared_homes_directory(cfg) is not None
     if setup.is_set("home_on_shared_storage") and setup.home_on_shared_storage and not shared_homes:
@@ -880,20 +870,11 @@ def _check_exporter_images(cfg: EnvironmentConfig, out: IssueSink) -> None:
 
 
 def _check_directory(cfg: EnvironmentConfig, out: IssueSink) -> None:
-    """``directory`` and ``pam_slurm_adopt``: Slurm only; the secrets in the config's region (and
+    """``directory``: the secrets in the config's region (and
     account); what a closed network needs to reach Secrets Manager and the SSSD packages."""
     setup = cfg.cluster.node_setup
     directory = setup.directory
-    if not cfg.is_slurm:
-        slurm_only = (
-            "applies only with orchestrator: slurm; set orchestrator: slurm to use it, or remove it"
-        )
-        if directory is not None:
-            out.error(f"{_PATH}.directory", slurm_only)
-        if setup.pam_slurm_adopt:
-            out.error(f"{_PATH}.pam_slurm_adopt", slurm_only)
-        return
-    if directory is None:
+    if not cfg.is_slurm or directory is None:
         return
     path = f"{_PATH}.directory"
     for key in ("bind_password_secret_arn", "ca_certificate_secret_arn"):

@@ -58,11 +58,10 @@ from typing import TYPE_CHECKING, Annotated, Final, Literal
 from pydantic import Field
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import StrictModel, _matching
+from hyperpod_cdk.config.base import IssueSink, StrictModel, eks_only, matching, slurm_only
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
-    from hyperpod_cdk.config.node_setup import IssueSink
 
 Level = Literal["DISABLED", "BASIC", "ADVANCED", "ENABLED"]
 
@@ -221,7 +220,7 @@ WORKSPACE_ARN_PATTERN = (
 )
 WorkspaceArn = Annotated[
     str,
-    _matching(
+    matching(
         WORKSPACE_ARN_PATTERN,
         "an Amazon Managed Prometheus workspace ARN like "
         "arn:aws:aps:us-west-2:111122223333:workspace/ws-0123abcd-4567-89ef-0123-456789abcdef",
@@ -229,12 +228,17 @@ WorkspaceArn = Annotated[
 ]
 ExtensionVersion = Annotated[
     str,
-    _matching(
+    matching(
         r"^[0-9]{1,9}\.[0-9]{1,9}\.[0-9]{1,9}$",
         "an extension version MAJOR.MINOR.PATCH like 1.0.0",
         max_length=64,
     ),
 ]
+
+
+# why a category of one orchestrator is refused under the other (check_orchestrator_scope)
+_ON_SLURM = f"Slurm clusters have {', '.join(SLURM_CATEGORIES)}"
+_ON_EKS = f"the EKS add-on has {', '.join(EKS_CATEGORIES)}"
 
 
 class MetricLevels(StrictModel):
@@ -249,18 +253,32 @@ class MetricLevels(StrictModel):
     network: Level | None = Field(default=None, description="EFA network metrics.")
     cluster: Level | None = Field(default=None, description="Cluster (scheduler) metrics.")
     job: Level | None = Field(
-        default=None, description="slurm only: Slurm job metrics (ENABLED | DISABLED)."
+        default=None,
+        description="Slurm job metrics (ENABLED | DISABLED).",
+        json_schema_extra=slurm_only(_ON_EKS),
     )
     nccl: Level | None = Field(
-        default=None, description="slurm only: NCCL metrics (ENABLED | DISABLED)."
+        default=None,
+        description="NCCL metrics (ENABLED | DISABLED).",
+        json_schema_extra=slurm_only(_ON_EKS),
     )
-    training: Level | None = Field(default=None, description="eks only: training job metrics.")
-    inference: Level | None = Field(default=None, description="eks only: inference metrics.")
+    training: Level | None = Field(
+        default=None, description="Training job metrics.", json_schema_extra=eks_only(_ON_SLURM)
+    )
+    inference: Level | None = Field(
+        default=None, description="Inference metrics.", json_schema_extra=eks_only(_ON_SLURM)
+    )
     task_governance: Level | None = Field(
-        default=None, description="eks only: task governance (Kueue) metrics."
+        default=None,
+        description="Task governance (Kueue) metrics.",
+        json_schema_extra=eks_only(_ON_SLURM),
     )
-    scaling: Level | None = Field(default=None, description="eks only: autoscaling metrics.")
-    ray: Level | None = Field(default=None, description="eks only: Ray metrics.")
+    scaling: Level | None = Field(
+        default=None, description="Autoscaling metrics.", json_schema_extra=eks_only(_ON_SLURM)
+    )
+    ray: Level | None = Field(
+        default=None, description="Ray metrics.", json_schema_extra=eks_only(_ON_SLURM)
+    )
 
     def given(self) -> dict[str, Level]:
         """The categories the YAML sets, with their levels."""
@@ -299,8 +317,13 @@ class ObservabilityConfig(StrictModel):
     )
     logging: bool = Field(
         default=False,
-        description="eks only: the add-on also ships the cluster's logs (the Slurm extension "
-        "has no logging setting).",
+        description="The add-on also ships the cluster's logs (the Slurm extension has no "
+        "logging setting).",
+        json_schema_extra=eks_only(
+            "the Slurm extension sagemaker-observability has no logging setting: it takes "
+            "prometheus, metricsProvider and profilesProvider and rejects unknown settings: "
+            f"{SLURM_EXTENSION_SOURCE}"
+        ),
     )
     alert_rules: bool = Field(
         default=True,
@@ -313,8 +336,11 @@ class ObservabilityConfig(StrictModel):
     )
     extension_version: ExtensionVersion | None = Field(
         default=None,
-        description=f"slurm only: the sagemaker-observability version; null: {EXTENSION_VERSION}, "
+        description=f"The sagemaker-observability version; null: {EXTENSION_VERSION}, "
         "the one this release pins (make preflight checks it is offered).",
+        json_schema_extra=slurm_only(
+            "EKS uses the observability add-on, pinned with the other add-ons"
+        ),
     )
 
 
@@ -435,41 +461,19 @@ def check_observability(cfg: EnvironmentConfig, out: IssueSink) -> None:
     if cfg.is_slurm:
         for key, level in section.levels.given().items():
             if key in EKS_ONLY_CATEGORIES:
-                out.error(
-                    f"{_PATH}.levels.{key}",
-                    f"applies only with orchestrator: eks (Slurm clusters have "
-                    f"{', '.join(SLURM_CATEGORIES)}); remove it",
-                )
-            elif (problem := slurm_level_problem(key, level)) is not None:
+                continue  # check_orchestrator_scope
+            if (problem := slurm_level_problem(key, level)) is not None:
                 out.error(f"{_PATH}.levels.{key}", problem)
-        if section.logging:
-            out.error(
-                f"{_PATH}.logging",
-                "true, but the Slurm extension sagemaker-observability has no logging setting "
-                "(it takes prometheus, metricsProvider and profilesProvider and rejects unknown "
-                f"settings: {SLURM_EXTENSION_SOURCE}); remove it (logging applies to the EKS "
-                "add-on only)",
-            )
     else:
         for key, level in section.levels.given().items():
             if key in SLURM_ONLY_CATEGORIES:
-                out.error(
-                    f"{_PATH}.levels.{key}",
-                    f"applies only with orchestrator: slurm (the EKS add-on has "
-                    f"{', '.join(EKS_CATEGORIES)}); remove it",
-                )
-            elif level not in EKS_LEVELS:
+                continue  # check_orchestrator_scope
+            if level not in EKS_LEVELS:
                 out.error(
                     f"{_PATH}.levels.{key}",
                     f"{level} is not a level of the observability add-on's {METRIC_KEYS[key]}; "
                     f"use {', '.join(EKS_LEVELS)}",
                 )
-        if section.extension_version is not None:
-            out.error(
-                f"{_PATH}.extension_version",
-                "applies only with orchestrator: slurm (EKS uses the observability add-on, "
-                "pinned with the other add-ons); remove it",
-            )
     if section.prometheus_workspace_arn:
         _check_workspace_arn(section.prometheus_workspace_arn, cfg, out)
     if section.grafana and cfg.region not in facts.GRAFANA_REGIONS:

@@ -1,4 +1,4 @@
-"""The stages of a pipeline file: each one's environment config, and the rules across stages.
+"""The pipeline file: its models, each stage's environment config, and the rules across stages.
 
 A pipeline file names one environment config per stage, by a path relative to
 the pipeline file. :func:`hyperpod_cdk.config.loader.load_stages` reads and
@@ -11,9 +11,108 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from hyperpod_cdk.config.models import EnvironmentConfig, PipelineFileConfig, PipelineStage
-from hyperpod_cdk.config.rules import Issue
+from pydantic import Field, StringConstraints, field_validator
+
+from hyperpod_cdk.config.base import Issue, StrictModel, matching, unique
+from hyperpod_cdk.config.iam import IamConfig
+from hyperpod_cdk.config.models import (
+    Account,
+    CompliancePack,
+    EnvironmentConfig,
+    EnvName,
+    Region,
+    TagKey,
+    TagValue,
+    default_compliance_packs,
+)
+
+
+class PipelineStage(StrictModel):
+    """One deployment stage of the pipeline: a full environment config."""
+
+    name: Annotated[
+        str,
+        matching(
+            r"^[A-Za-z][A-Za-z0-9-]{0,63}$", "a letter, then up to 63 letters, digits and '-'"
+        ),
+    ] = Field(description="The stage name in the pipeline (unique).")
+    config: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="Path of the stage's environment config, relative to the pipeline file."
+    )
+    approval: bool = Field(default=False, description="A manual approval before this stage.")
+    allow_replace: list[
+        Annotated[
+            str,
+            matching(
+                r"^[A-Za-z][A-Za-z0-9-]{0,127}/[A-Za-z][A-Za-z0-9]{0,254}$",
+                "<stack>/<logical id> as the deploy gate names it, e.g. "
+                "prod-research-cluster/HyperPodCluster",
+            ),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="Resources that hold data or are a cluster which this stage's deploy may "
+        "replace or delete, as <stack>/<logical id> (the stage's deploy gate names them); "
+        "default: none, and the stage stops before such a change. Remove an entry once deployed.",
+    )
+
+
+class PipelineConfig(StrictModel):
+    """A self-mutating CDK pipeline in the tooling account."""
+
+    connection_arn: Annotated[
+        str,
+        matching(
+            r"^arn:aws[a-z-]*:(codeconnections|codestar-connections):[a-z0-9-]+:[0-9]{12}:connection/[0-9a-f-]+$",
+            "a CodeConnections connection ARN like arn:aws:codeconnections:us-west-2:111122223333:connection/<id>",
+        ),
+    ] = Field(
+        description="The CodeConnections connection to the repository host (created and authorized"
+        " in the console first)."
+    )
+    repository: Annotated[
+        str, matching(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", "owner/repository")
+    ] = Field(description="The repository the pipeline builds, as owner/repository.")
+    branch: Annotated[str, StringConstraints(min_length=1, max_length=255)] = Field(
+        default="main", description="The branch whose pushes start the pipeline; default main."
+    )
+    stages: Annotated[list[PipelineStage], Field(min_length=1)] = Field(
+        description="The deployment stages, in order (at least one)."
+    )
+
+    @field_validator("stages")
+    @classmethod
+    def _unique_stage_names(cls, value: list[PipelineStage]) -> list[PipelineStage]:
+        unique([s.name for s in value], "stage names")
+        return value
+
+
+class PipelineFileConfig(StrictModel):
+    """The root of a pipeline YAML file: the pipeline and where it lives."""
+
+    name: EnvName = Field(
+        description="Names the pipeline stack (<name>-pipeline) and its resources."
+    )
+    account: Account = Field(description="The tooling account the pipeline runs in (quoted).")
+    region: Region = Field(description="The tooling region the pipeline runs in.")
+    tags: dict[TagKey, TagValue] = Field(
+        default_factory=dict,
+        description="Applied to every taggable resource of the pipeline stack; default: none.",
+    )
+    compliance_packs: list[CompliancePack] = Field(
+        default_factory=default_compliance_packs,
+        description="cdk-nag rule packs the pipeline stack is checked against at synth; default: "
+        "AwsSolutions.",
+    )
+    iam: IamConfig = Field(
+        default_factory=IamConfig,
+        description="Settings applied to every IAM role of the pipeline stack; left out: no "
+        "permissions boundary, path /.",
+    )
+    pipeline: PipelineConfig = Field(description="The pipeline: its source and its stages.")
+
 
 # Stages CDK Pipelines adds to the CodePipeline itself; CodePipeline stage names are unique.
 RESERVED_STAGE_NAMES = ("Source", "Build", "UpdatePipeline", "Assets")

@@ -16,18 +16,19 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import BeforeValidator, Field, field_validator
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import (
+from hyperpod_cdk.config.base import (
     WHOLE_NUMBER,
     AbsolutePath,
     Cidr,
+    IssueSink,
     KmsKeyArn,
     StrictModel,
-    _decimal_version,
-    _matching,
-    _unique,
+    decimal_version,
     is_system_directory,
+    matching,
+    slurm_only,
+    unique,
 )
-from hyperpod_cdk.config.node_setup import IssueSink
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -37,11 +38,11 @@ S3_PREFIX_PATTERN = r"^([A-Za-z0-9!_.*'()-]+/)+$"
 DraEvent = Literal["NEW", "CHANGED", "DELETED"]
 # An FSx file system of the config (Lustre or OpenZFS): its id and its DNS name.
 FileSystemId = Annotated[
-    str, _matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
+    str, matching(r"^fs-[0-9a-f]{8,21}$", "a file system id like fs-0123456789abcdef0")
 ]
 FileSystemDnsName = Annotated[
     str,
-    _matching(
+    matching(
         r"^fs-[0-9a-f]{8,21}\.fsx\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$",
         "the file system's DNS name, like fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
     ),
@@ -55,7 +56,7 @@ class DataRepositoryAssociation(StrictModel):
     s3_prefix: (
         Annotated[
             str,
-            _matching(
+            matching(
                 S3_PREFIX_PATTERN,
                 "an S3 key prefix ending in '/' with no leading '/', like datasets/ or team/raw/",
                 max_length=900,
@@ -68,7 +69,7 @@ class DataRepositoryAssociation(StrictModel):
     s3_uri: (
         Annotated[
             str,
-            _matching(
+            matching(
                 r"^s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?$",
                 "an S3 URI like s3://bucket/prefix/",
             ),
@@ -90,7 +91,7 @@ class DataRepositoryAssociation(StrictModel):
     @field_validator("auto_import", "auto_export")
     @classmethod
     def _no_repeat_events(cls, value: list[str]) -> list[str]:
-        return _unique(value, "events")
+        return unique(value, "events")
 
 
 class FsxConfig(StrictModel):
@@ -109,7 +110,7 @@ class FsxConfig(StrictModel):
     mount_name: (
         Annotated[
             str,
-            _matching(
+            matching(
                 r"^[a-z0-9]{1,8}$",
                 "the file system's Lustre mount name: up to 8 lowercase letters and digits",
             ),
@@ -122,8 +123,15 @@ class FsxConfig(StrictModel):
     throughput_per_tib: Annotated[Literal[125, 250, 500, 1000], WHOLE_NUMBER] = Field(
         default=250, description="MB/s per TiB."
     )
-    compression: Literal["LZ4", "NONE"] = "LZ4"
-    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(_decimal_version)] = "2.15"
+    compression: Literal["LZ4", "NONE"] = Field(
+        default="LZ4",
+        description="Data compression of a new file system: LZ4 or NONE; default LZ4.",
+    )
+    lustre_version: Annotated[Literal["2.12", "2.15"], BeforeValidator(decimal_version)] = Field(
+        default="2.15",
+        description="Lustre version of a new file system: 2.15 (needed by metadata_iops and "
+        "efa_enabled) or 2.12; default 2.15.",
+    )
     efa_enabled: bool = Field(
         default=False, description="EFA-enabled file system (creation-time only)."
     )
@@ -145,7 +153,11 @@ class FsxConfig(StrictModel):
     removal_policy: Literal["retain", "destroy"] = Field(
         default="retain", description="destroy also needs the context flag destroy_data=true."
     )
-    data_repository_associations: list[DataRepositoryAssociation] = Field(default_factory=list)
+    data_repository_associations: list[DataRepositoryAssociation] = Field(
+        default_factory=list,
+        description="S3 prefixes linked to folders of the file system (data repository "
+        "associations); default: none.",
+    )
 
     @field_validator("mount_path")
     @classmethod
@@ -207,7 +219,7 @@ _OPENZFS_CREATION_KEYS = (
 
 
 class OpenZfsConfig(StrictModel):
-    """slurm only: FSx for OpenZFS for the users' home directories, mounted by HyperPod on every
+    """FSx for OpenZFS for the users' home directories, mounted by HyperPod on every
     Slurm node (``InstanceStorageConfigs`` ``FsxOpenZfsConfig``) at ``mount_path``: Lustre
     (``storage.fsx``) keeps the data, OpenZFS the homes. Created in the HyperPod subnet and the
     nodes' EFA security group, with an NFS export that lets the nodes' root (the controller makes
@@ -292,7 +304,7 @@ class OpenZfsConfig(StrictModel):
             raise ValueError(
                 f"{len(value)} entries; an NFS export takes at most {facts.OPENZFS_MAX_NFS_CLIENTS}"
             )
-        _unique([str(block) for block in value], "CIDR blocks")
+        unique([str(block) for block in value], "CIDR blocks")
         return value
 
     @property
@@ -309,11 +321,19 @@ class OpenZfsConfig(StrictModel):
 class StorageConfig(StrictModel):
     """Shared storage of the environment."""
 
-    fsx: FsxConfig = Field(default_factory=FsxConfig)
+    fsx: FsxConfig = Field(
+        default_factory=FsxConfig,
+        description="FSx for Lustre, mounted on every node: a new file system, an adopted one "
+        "(file_system_id), or none (enabled: false); left out: a new one with the "
+        "defaults below.",
+    )
     openzfs: OpenZfsConfig | None = Field(
         default=None,
-        description="slurm only: the users' home directories on FSx for OpenZFS, mounted by "
-        "HyperPod (FsxOpenZfsConfig); null: none (the homes are under the Lustre mount).",
+        description="The users' home directories on FSx for OpenZFS, mounted by HyperPod "
+        "(FsxOpenZfsConfig); null: none (the homes are under the Lustre mount).",
+        json_schema_extra=slurm_only(
+            "HyperPod mounts FSx for OpenZFS, FsxOpenZfsConfig, on Slurm nodes only"
+        ),
     )
 
 
@@ -401,12 +421,7 @@ def _check_homes_not_exported(cfg: EnvironmentConfig, out: IssueSink) -> None:
 def _check_openzfs(zfs: OpenZfsConfig, cfg: EnvironmentConfig, out: IssueSink) -> None:
     base = "storage.openzfs"
     if not cfg.is_slurm:
-        out.error(
-            base,
-            "applies only with orchestrator: slurm (HyperPod mounts FSx for OpenZFS, "
-            "FsxOpenZfsConfig, on Slurm nodes only); set orchestrator: slurm to use it, or remove it",
-        )
-        return
+        return  # slurm only: check_orchestrator_scope
     if zfs.adopted:
         _check_adopted(zfs, base, ("dns_name",), _OPENZFS_CREATION_KEYS, cfg.region, out)
     else:

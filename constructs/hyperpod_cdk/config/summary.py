@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hyperpod_cdk.config.models import EnvironmentConfig, PipelineFileConfig
-from hyperpod_cdk.config.pipeline import LoadedStage
+from hyperpod_cdk.config.models import EnvironmentConfig
+from hyperpod_cdk.config.pipeline import LoadedStage, PipelineFileConfig
 
 
 def describe(

@@ -16,12 +16,12 @@ The limits below are the SageMaker API's (botocore 1.44.5 service model,
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Annotated, Literal, Protocol
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from hyperpod_cdk import facts
-from hyperpod_cdk.config.models import WHOLE_NUMBER, InstanceType, StrictModel, _matching
+from hyperpod_cdk.config.base import WHOLE_NUMBER, InstanceType, IssueSink, StrictModel, matching
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -59,7 +59,7 @@ _NVIDIA_FAMILY_PREFIXES = ("p", "g")
 
 TaskGovernanceName = Annotated[
     str,
-    _matching(
+    matching(
         TASK_GOVERNANCE_NAME_PATTERN,
         "lowercase letters, digits and inner hyphens, like ml-research",
         max_length=TASK_GOVERNANCE_NAME_MAX,
@@ -69,7 +69,7 @@ Weight = Annotated[int, Field(ge=0, le=MAX_WEIGHT), WHOLE_NUMBER]
 Amount = Annotated[int, Field(ge=0, le=10_000_000), WHOLE_NUMBER]
 PrincipalArn = Annotated[
     str,
-    _matching(
+    matching(
         r"^arn:aws[a-z-]*:(iam::[0-9]{12}:(role|user)/.+|sts::[0-9]{12}:assumed-role/.+)$",
         "an IAM role or user ARN (or an STS assumed-role ARN)",
     ),
@@ -96,7 +96,10 @@ class PriorityClass(StrictModel):
     """One priority class of the cluster policy: tasks of a higher weight are admitted first
     and may preempt tasks of a lower one."""
 
-    name: TaskGovernanceName
+    name: TaskGovernanceName = Field(
+        description="The class name; the service names the Kueue priority class <name>-priority, "
+        "which a job names in its kueue.x-k8s.io/priority-class label."
+    )
     weight: Weight = Field(description="0-100; higher runs first.")
 
 
@@ -137,7 +140,7 @@ class MigSlices(StrictModel):
     profile: Literal[MIG_PROFILES] = Field(  # type: ignore[valid-type]
         description="A MIG profile the instance type's GPU offers, like mig-1g.10gb."
     )
-    count: Amount
+    count: Amount = Field(description="How many slices of that profile.")
 
 
 class QuotaLine(StrictModel):
@@ -148,9 +151,16 @@ class QuotaLine(StrictModel):
     instance_type: InstanceType = Field(description="A type of this cluster's instance groups.")
     count: Amount | None = Field(default=None, description="Whole instances.")
     accelerators: Amount | None = Field(default=None, description="GPUs or Trainium devices.")
-    vcpu: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
-    memory_gib: Annotated[float, Field(ge=0, le=10_000_000)] | None = None
-    mig: MigSlices | None = None
+    vcpu: Annotated[float, Field(ge=0, le=10_000_000)] | None = Field(
+        default=None, description="vCPUs; left out: in proportion to the other amounts."
+    )
+    memory_gib: Annotated[float, Field(ge=0, le=10_000_000)] | None = Field(
+        default=None, description="Memory in GiB; left out: in proportion to the other amounts."
+    )
+    mig: MigSlices | None = Field(
+        default=None,
+        description="MIG slices of one profile (NVIDIA GPU types only); left out: none.",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> QuotaLine:
@@ -200,7 +210,11 @@ class Team(StrictModel):
     quota: Annotated[list[QuotaLine], Field(max_length=MAX_QUOTA_LINES)] = Field(
         default_factory=list, description="At most 15 lines, one instance type each."
     )
-    sharing: Sharing = Field(default_factory=lambda: Sharing())
+    sharing: Sharing = Field(
+        default_factory=lambda: Sharing(),
+        description="How the team shares idle compute with the others; left out: LendAndBorrow "
+        "with the service's borrow limit.",
+    )
     preempt_team_tasks: Literal["Never", "LowerPriority"] = Field(
         default="LowerPriority",
         description="LowerPriority: the team's higher-priority tasks preempt its own "
@@ -214,7 +228,7 @@ class Team(StrictModel):
 
 
 class TaskGovernance(StrictModel):
-    """eks only: task governance as code (needs ``eks.addons.task_governance``)."""
+    """Task governance as code (needs ``eks.addons.task_governance``)."""
 
     policy: TaskGovernancePolicy = Field(
         default_factory=lambda: TaskGovernancePolicy(),
@@ -247,14 +261,6 @@ class TaskGovernance(StrictModel):
 
 
 # -- cross-key rules --------------------------------------------------------------------------
-
-
-class IssueSink(Protocol):
-    """Where the rules put what they find (rules.py's collector has this shape)."""
-
-    def error(self, path: str, message: str) -> None: ...
-
-    def warn(self, path: str, message: str) -> None: ...
 
 
 _PATH = "eks.task_governance"

@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct, IDependable
 
 from hyperpod_cdk.compliance.nag import acknowledge, nag_account, nag_partition
-from hyperpod_cdk.config.models import EksAddons
+from hyperpod_cdk.config.eks import EksAddons
 from hyperpod_cdk.config.observability import default_levels, metrics_provider
 from hyperpod_cdk.eks.cluster import pinned_addon
 from hyperpod_cdk.facts.addon_values import cert_manager_values, observability_values

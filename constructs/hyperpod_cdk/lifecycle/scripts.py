@@ -16,7 +16,7 @@ from constructs import Construct
 from hyperpod_cdk import config
 from hyperpod_cdk.compliance.nag import acknowledge, cdk_assets_objects, nag_ref
 from hyperpod_cdk.compliance.packs import acknowledge_controls, acknowledge_framework_function
-from hyperpod_cdk.config.rules import LIFECYCLE_ENTRY_SCRIPT
+from hyperpod_cdk.config.cluster import LIFECYCLE_ENTRY_SCRIPT
 from hyperpod_cdk.lifecycle.prefix import LIFECYCLE_ROOT as LIFECYCLE_ROOT
 from hyperpod_cdk.lifecycle.prefix import UPLOAD_EXCLUDE, lifecycle_prefix
 from hyperpod_cdk.lifecycle.prefix import content_hash as content_hash

@@ -20,15 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from hyperpod_cdk import config
+from hyperpod_cdk.config.base import Issue
+from hyperpod_cdk.config.cluster import ClusterConfig
+from hyperpod_cdk.config.eks import EksConfig
 from hyperpod_cdk.config.loader import ConfigError
 from hyperpod_cdk.config.loader import validate as _validate
-from hyperpod_cdk.config.models import ClusterConfig, EksConfig, EnvironmentConfig
+from hyperpod_cdk.config.models import EnvironmentConfig
 from hyperpod_cdk.config.node_setup import (
     USERS_FILE_ON_NODE,
     exporter_images,
     lifecycle_extra_files,
 )
-from hyperpod_cdk.config.rules import Issue
 from hyperpod_cdk.config.storage import FsxConfig, shared_homes_directory
 
 if TYPE_CHECKING:

@@ -13,7 +13,7 @@ from constructs import Construct
 
 from hyperpod_cdk.compliance.nag import acknowledge
 from hyperpod_cdk.compliance.packs import acknowledge_controls
-from hyperpod_cdk.config.models import NEW_VPC_KEYS, NetworkConfig
+from hyperpod_cdk.config.network import NEW_VPC_KEYS, NetworkConfig
 from hyperpod_cdk.facts import CLOSED_NETWORK_ENDPOINTS
 from hyperpod_cdk.log_encryption import LogsKey
 from hyperpod_cdk.network.default_security_group import restrict_default_security_group

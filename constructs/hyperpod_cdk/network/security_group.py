@@ -9,7 +9,7 @@ from constructs import Construct
 
 from hyperpod_cdk.compliance.checkov_skips import skip_check
 from hyperpod_cdk.compliance.packs import acknowledge_controls
-from hyperpod_cdk.config.models import EgressRule
+from hyperpod_cdk.config.network import EgressRule
 
 # FSx for Lustre user guide "File system access control with Amazon VPC":
 # LNet uses TCP 988 and 1018-1023 between clients and file servers.

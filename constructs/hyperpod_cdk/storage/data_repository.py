@@ -9,7 +9,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hyperpod_cdk.config.models import DataRepositoryAssociation
+from hyperpod_cdk.config.storage import DataRepositoryAssociation
 from hyperpod_cdk.storage.fsx_key_policy import FsxDataKeyPolicy
 
 

@@ -12,12 +12,8 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IDependable
 
-from hyperpod_cdk.config.models import (
-    ABSOLUTE_PATH_PATTERN,
-    FsxConfig,
-    has_relative_parts,
-    is_system_directory,
-)
+from hyperpod_cdk.config.base import ABSOLUTE_PATH_PATTERN, has_relative_parts, is_system_directory
+from hyperpod_cdk.config.storage import FsxConfig
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,7 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
 from constructs import Construct, IDependable
 
-from hyperpod_cdk.config.models import (
-    ABSOLUTE_PATH_PATTERN,
-    has_relative_parts,
-    is_system_directory,
-)
+from hyperpod_cdk.config.base import ABSOLUTE_PATH_PATTERN, has_relative_parts, is_system_directory
 from hyperpod_cdk.config.storage import OpenZfsConfig
 
 # FSx for OpenZFS user guide, "Amazon VPC security groups": NFS clients reach the file server on

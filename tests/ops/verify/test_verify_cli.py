@@ -22,7 +22,7 @@ from hyperpod_ops.verify import aws_checks, cli, slurm
 from hyperpod_ops.verify.model import Created, VerifyRun
 
 sys.path.insert(0, str(PROJECT_ROOT / "tests" / "ops" / "fixtures" / "ssm"))
-from fake_ssm import FakePlugin, install_plugin, session  # noqa: E402
+from fake_ssm import FakePlugin, install_plugin, session
 
 FAKE_SLURM = Path(__file__).resolve().parent / "fake_slurm"
 SCHEMA = json.loads((PROJECT_ROOT / "docs" / "verify-report.schema.json").read_text())

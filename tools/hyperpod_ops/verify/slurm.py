@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from hyperpod_cdk.config.models import InstanceGroup
+from hyperpod_cdk.config.cluster import InstanceGroup
 from hyperpod_ops.ssm import RemoteResult, describe_problem
 from hyperpod_ops.verify import aws_checks, gates, instance_types, parsers
 from hyperpod_ops.verify.model import (
