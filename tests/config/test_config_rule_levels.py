@@ -14,7 +14,7 @@ from __future__ import annotations
 from config_testkit import assert_issue, config, warnings
 
 from hyperpod_cdk.config.observability import metric_levels
-from hyperpod_cdk.observability.alert_rules import rules_for
+from hyperpod_cdk.facts.alert_rules import rules_for
 
 ON = {"cluster.node_provisioning_mode": "Continuous", "observability": {"enabled": True},
       "alerts": {"emails": ["oncall@example.com"]}}  # fmt: skip

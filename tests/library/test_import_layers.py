@@ -57,19 +57,7 @@ CDK_PACKAGES = ("aws_cdk", "constructs", "cdk_nag", "jsii")
 
 # Arrows that (a) or (b) refuses and main still has, each with why it is left and who moves it.
 # The test fails when one is gone (remove it here) as well as when a new one appears.
-KNOWN: dict[tuple[str, str], str] = {
-    (
-        "hyperpod_cdk.config.observability",
-        "hyperpod_cdk.observability.alert_rules",
-    ): "check_rule_levels reads AWS's alert rules and the counters each needs (SLURM_METRIC_LEVELS), "
-    "which live in the observability construct folder; they belong in hyperpod_cdk.facts "
-    "(integrator, issue 36 part 2)",
-    (
-        "hyperpod_cdk.observability.alert_rules",
-        "hyperpod_cdk.config.observability",
-    ): "alert_rules._categories reads config.observability.METRIC_KEYS (the other half of the "
-    "cycle above; gone with the same move)",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

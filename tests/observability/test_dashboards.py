@@ -66,7 +66,7 @@ KUEUE = {  # Kueue docs "Prometheus metrics" (task governance ships Kueue v0.19.
     "kueue_admitted_active_workloads",
 }
 FSX_ADDON = {  # the HyperPod observability add-on's FSx metrics, as AWS's alert docs use them
-    # (also in hyperpod_cdk.observability.alert_rules.METRIC_SOURCES)
+    # (also in hyperpod_cdk.facts.alert_rules.METRIC_SOURCES)
     "fsx_lustre_storage_used_bytes",
     "fsx_lustre_storage_capacity_bytes",
 }

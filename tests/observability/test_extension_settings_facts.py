@@ -129,7 +129,7 @@ def test_the_alert_rules_levels_are_levels_of_the_extension() -> None:
     """Each counter's level (SLURM_METRIC_LEVELS: ECC / NVLink ADVANCED-only on
     acceleratedComputeMetrics) is a level the extension takes for that category, so a rule is
     always backed at some configurable level."""
-    from hyperpod_cdk.observability.alert_rules import SLURM_METRIC_LEVELS
+    from hyperpod_cdk.facts.alert_rules import SLURM_METRIC_LEVELS
 
     for metric, (category, level) in SLURM_METRIC_LEVELS.items():
         assert level in SLURM_EXTENSION_SETTINGS[category].levels, metric

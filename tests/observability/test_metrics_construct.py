@@ -26,7 +26,7 @@ from hyperpod_cdk.config.observability import (
     METRIC_KEYS,
     SLURM_EXTENSION_SETTINGS,
 )
-from hyperpod_cdk.observability.alert_rules import rule_file
+from hyperpod_cdk.facts.alert_rules import rule_file
 from hyperpod_cdk.observability.metrics import (
     HANDLER_TIMEOUT_SECONDS,
     RESOURCE_TYPE,

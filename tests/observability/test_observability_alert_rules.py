@@ -10,7 +10,7 @@ import promql_parser
 import pytest
 import yaml
 
-from hyperpod_cdk.observability.alert_rules import (
+from hyperpod_cdk.facts.alert_rules import (
     GROUP_NAME,
     METRIC_SOURCES,
     RULES,

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from support import real_tools
 
-from hyperpod_cdk.observability import alert_rules
+from hyperpod_cdk.facts import alert_rules
 from hyperpod_cdk.observability.metrics import alert_manager_definition
 
 pytestmark = pytest.mark.real_tools

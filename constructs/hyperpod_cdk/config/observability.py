@@ -59,6 +59,7 @@ from pydantic import Field
 
 from hyperpod_cdk import facts
 from hyperpod_cdk.config.base import IssueSink, StrictModel, eks_only, matching, slurm_only
+from hyperpod_cdk.facts import METRIC_KEYS as METRIC_KEYS
 
 if TYPE_CHECKING:
     from hyperpod_cdk.config.models import EnvironmentConfig
@@ -162,20 +163,6 @@ SLURM_EXTENSION_OTHER_SETTINGS: Final[dict[str, object]] = {
 #: the add-on's (EKS) levels of every category
 EKS_LEVELS: Final[tuple[Level, ...]] = ("DISABLED", "BASIC", "ADVANCED")
 
-#: category -> the ``metricsProvider`` key (the add-on's on EKS, the extension's on Slurm)
-METRIC_KEYS: Final[dict[str, str]] = {
-    "node": "nodeMetrics",
-    "accelerated_compute": "acceleratedComputeMetrics",
-    "network": "networkMetrics",
-    "cluster": "clusterMetrics",
-    "job": "jobMetrics",
-    "nccl": "ncclMetrics",
-    "training": "trainingMetrics",
-    "inference": "inferenceMetrics",
-    "task_governance": "taskGovernanceMetrics",
-    "scaling": "scalingMetrics",
-    "ray": "rayMetrics",
-}
 #: the categories a Slurm cluster has (the extension's), and the EKS add-on's
 SLURM_CATEGORIES: Final = tuple(SLURM_EXTENSION_SETTINGS)
 EKS_CATEGORIES: Final = (
@@ -388,12 +375,12 @@ def metric_levels(cfg: EnvironmentConfig) -> dict[str, Level]:
 def levels_backing_rules(cfg: EnvironmentConfig, levels: dict[str, Level]) -> dict[str, Level]:
     """Slurm with ``alert_rules``: a category the YAML leaves at its default is raised to the
     level every rule's counters need (accelerated_compute ADVANCED for the ECC and NVLink
-    rules, :data:`hyperpod_cdk.observability.alert_rules.SLURM_METRIC_LEVELS`); a level the
+    rules, :data:`hyperpod_cdk.facts.alert_rules.SLURM_METRIC_LEVELS`); a level the
     YAML sets is kept (:func:`check_rule_levels` warns about the rules it leaves out)."""
     settings = observability_settings(cfg)
     if not cfg.is_slurm or settings is None or not settings.alert_rules:
         return levels
-    from hyperpod_cdk.observability.alert_rules import LEVEL_ORDER, rules_for, slurm_needs
+    from hyperpod_cdk.facts.alert_rules import LEVEL_ORDER, rules_for, slurm_needs
 
     given = cfg.observability.levels.given() if cfg.observability is not None else {}
     backed = dict(levels)
@@ -412,7 +399,7 @@ def check_rule_levels(cfg: EnvironmentConfig, out: IssueSink) -> None:
     settings = observability_settings(cfg)
     if not cfg.is_slurm or settings is None or not settings.alert_rules:
         return
-    from hyperpod_cdk.observability.alert_rules import SLURM_METRIC_LEVELS, left_out, metrics_of
+    from hyperpod_cdk.facts.alert_rules import SLURM_METRIC_LEVELS, left_out, metrics_of
 
     by_category: dict[str, list[str]] = {}
     needs: dict[str, str] = {}

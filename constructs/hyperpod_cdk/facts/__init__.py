@@ -513,3 +513,22 @@ def hyperpod_exporter_image(exporter: str, region: str) -> str | None:
         return None
     repository, tag = HYPERPOD_EXPORTER_IMAGES[exporter]
     return f"{ecr_registry(account, region)}/{repository}:{tag}"
+
+
+# The observability metric categories of this config and their ``metricsProvider`` keys (the same
+# on the EKS add-on and the Slurm extension; see hyperpod_cdk.config.observability for the sources
+# of each orchestrator's categories and levels).
+#: category -> the ``metricsProvider`` key (the add-on's on EKS, the extension's on Slurm)
+METRIC_KEYS: dict[str, str] = {
+    "node": "nodeMetrics",
+    "accelerated_compute": "acceleratedComputeMetrics",
+    "network": "networkMetrics",
+    "cluster": "clusterMetrics",
+    "job": "jobMetrics",
+    "nccl": "ncclMetrics",
+    "training": "trainingMetrics",
+    "inference": "inferenceMetrics",
+    "task_governance": "taskGovernanceMetrics",
+    "scaling": "scalingMetrics",
+    "ray": "rayMetrics",
+}

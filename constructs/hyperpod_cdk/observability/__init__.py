@@ -2,7 +2,7 @@
 
 - ``extension_handler/handler.py`` (:data:`EXTENSION_HANDLER_DIR`, a Lambda asset): the custom
   resource that installs HyperPod's ``sagemaker-observability`` cluster extension on Slurm.
-- :mod:`hyperpod_cdk.observability.alert_rules`: AWS's GPU, disk and FSx alert rules, written
+- :mod:`hyperpod_cdk.facts.alert_rules`: AWS's GPU, disk and FSx alert rules, written
   here as an Amazon Managed Prometheus rule-groups namespace.
 """
 

@@ -2,7 +2,7 @@
 
 :class:`HyperPodMetrics` holds the workspace side: the Amazon Managed Prometheus workspace (new,
 passed in, or adopted by ARN), AWS's GPU / disk / FSx alert rules as a rule-groups namespace
-(:mod:`hyperpod_cdk.observability.alert_rules`), the workspace's alert manager routing them to
+(:mod:`hyperpod_cdk.facts.alert_rules`), the workspace's alert manager routing them to
 the alerts topic (a workspace this app owns only), and on Slurm HyperPod's
 ``sagemaker-observability`` cluster extension (a custom resource, the extension has no
 CloudFormation type in the pinned aws-cdk-lib 2.275.0) with the nodes' right to remote-write
@@ -84,9 +84,9 @@ from hyperpod_cdk.config.observability import (
     SLURM_EXTENSION_SETTINGS,
     SLURM_EXTENSION_SOURCE,
 )
+from hyperpod_cdk.facts.alert_rules import rule_file
 from hyperpod_cdk.iam.aspects import RolePath
 from hyperpod_cdk.observability import EXTENSION_HANDLER_DIR
-from hyperpod_cdk.observability.alert_rules import rule_file
 
 RESOURCE_TYPE: Final = "Custom::HyperPodClusterExtension"
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_14

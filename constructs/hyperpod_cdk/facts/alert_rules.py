@@ -244,7 +244,7 @@ def slurm_needs(rule: AlertRule) -> dict[str, str]:
 def _categories(levels: Mapping[str, str]) -> dict[str, str]:
     """``levels`` by category, whether given by category (``accelerated_compute``) or by the
     extension's ``metricsProvider`` key (``acceleratedComputeMetrics``)."""
-    from hyperpod_cdk.config.observability import METRIC_KEYS
+    from hyperpod_cdk.facts import METRIC_KEYS
 
     by_key = {key: category for category, key in METRIC_KEYS.items()}
     return {by_key.get(name, name): level for name, level in levels.items()}
