@@ -1,4 +1,4 @@
-"""The update notes (stacks.update_notes, ``make update-notes``): what deploying a config over an
+"""The update notes (hyperpod_ops.update_notes, ``make update-notes``): what deploying a config over an
 earlier one adds, updates, replaces and deletes, per stack, offline."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import yaml
 from stack_testkit import PROJECT_ROOT, config_data, with_changes
 from test_stack_task_governance import US_EAST_1
 
-from stacks import update_notes
-from stacks.template_changes import ResourceChange, resource_changes
+from hyperpod_ops import update_notes
+from hyperpod_ops.template_changes import ResourceChange, resource_changes
 
 QUOTA = "AWS::SageMaker::ComputeQuota"
 FSX = "AWS::FSx::FileSystem"
