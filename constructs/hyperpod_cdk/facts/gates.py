@@ -58,7 +58,7 @@ def _facts(
 #      p6-b200: 8x 400 Gbps; trn1.32xlarge 8x 100, trn1n.32xlarge 16x 100, trn2.48xlarge 16x 200).
 # Left out, as not confirmed with the search tools: g5, g6, g6e (their EFA counts by size),
 # trn2.3xlarge, p5.4xlarge, p6e-gb200. verify reads those (and any other type without a row)
-# from the account once per run (EC2 DescribeInstanceTypes, ops/verify/instance_types.py) and
+# from the account once per run (EC2 DescribeInstanceTypes, hyperpod_ops/verify/instance_types.py) and
 # says so on its result lines; a type EC2 does not know SKIPs with "not in the gates table".
 INSTANCE_FACTS: Mapping[str, InstanceFacts] = MappingProxyType(
     dict(
