@@ -358,3 +358,15 @@ def test_removing_the_first_admin_leaves_the_next_admins_entry_alone(
         old["PrincipalArn"] == new["PrincipalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
     )
     assert "CiDeploy" not in gone.logical_id
+
+
+def test_the_create_only_properties_the_schemas_leave_out_are_a_facts_table() -> None:
+    """Issue 36: what CloudFormation replaces beyond its schemas is an AWS fact, with its source,
+    in hyperpod_cdk.facts; the comparison (hyperpod_ops) reads it from there."""
+    from hyperpod_cdk.facts import cloudformation
+    from hyperpod_ops import template_changes
+
+    assert template_changes.SUPPLEMENTARY_CREATE_ONLY is cloudformation.SUPPLEMENTARY_CREATE_ONLY
+    assert "/properties/LustreConfiguration/EfaEnabled" in (
+        template_changes.create_only_pointers("AWS::FSx::FileSystem")
+    )

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hyperpod_cdk.facts.cloudformation import SUPPLEMENTARY_CREATE_ONLY as SUPPLEMENTARY_CREATE_ONLY
+
 # A template per stack name.
 Templates = Mapping[str, Mapping[str, Any]]
 
@@ -48,17 +50,6 @@ DISRUPTIVE_TYPES: dict[str, str] = {
     "there go with it, and the new team starts empty",
     "AWS::SageMaker::ClusterSchedulerConfig": "the cluster policy: until the new one is active, "
     "no priority classes or fair share apply",
-}
-
-# Create-only properties CloudFormation enforces that the FSx schema does not list: the schema
-# marks only top-level properties, but UpdateFileSystem (FSx API reference) cannot change the
-# deployment type, EFA or the storage type of a Lustre file system, so a change replaces it.
-SUPPLEMENTARY_CREATE_ONLY: dict[str, tuple[str, ...]] = {
-    "AWS::FSx::FileSystem": (
-        "/properties/StorageType",
-        "/properties/LustreConfiguration/DeploymentType",
-        "/properties/LustreConfiguration/EfaEnabled",
-    ),
 }
 
 _MISSING = object()

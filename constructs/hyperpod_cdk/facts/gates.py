@@ -83,6 +83,12 @@ INSTANCE_FACTS_SOURCE = (
 )
 
 
+# FI_EFA_USE_DEVICE_RDMA=1 is for instance types whose EFA supports RDMA read (AWS "Get started
+# with EFA and NCCL", 2026-11: p4d, p4de, p5, p5e, p5en, p6 families; the libfabric efa provider
+# turns it on by itself where supported, the variable makes a missing RDMA an error).
+RDMA_FAMILIES = ("ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en.", "ml.p6-", "ml.p6e-")
+
+
 def instance_facts(instance_type: str) -> InstanceFacts | None:
     """The facts of ``instance_type``; None when it is not in the table."""
     return INSTANCE_FACTS.get(instance_type)

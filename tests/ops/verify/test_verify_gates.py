@@ -251,3 +251,6 @@ def test_the_figures_are_facts_of_the_construct_library_and_the_judging_is_the_t
     assert gates.InstanceFacts.__module__ == "hyperpod_cdk.facts.gates"
     assert gates.test_image() == facts.NCCL_TESTS_IMAGE
     assert gates.decide_nccl.__module__ == "hyperpod_ops.verify.gates"
+    from hyperpod_ops.verify import slurm
+
+    assert slurm.RDMA_FAMILIES is facts.RDMA_FAMILIES
