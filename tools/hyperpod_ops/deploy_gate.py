@@ -4,26 +4,29 @@ deleted without the user saying so (``make deploy``, and each stage of the pipel
 
 ``python -m hyperpod_ops.deploy_gate CONFIG [--allow-replace STACK/ID,...] [-- CDK ARGS...]``
 (``make deploy CONFIG=... ALLOW_REPLACE=...``) synthesizes CONFIG once, into a temporary cloud
-assembly, as ``app.py`` does; reads each of its stacks' current template from CloudFormation
-(``GetTemplate``, stage ``Original``: the template as submitted, like the synthesized one; a
-stack that does not exist, or whose first create rolled back, is all new; a stack in another
-account than the caller's through that account's CDK look-up role); compares the two with
-the comparison of ``make update-notes`` (:func:`hyperpod_ops.update_notes.notes`) and prints the notes.
-It stops with exit 3 when a resource of :data:`hyperpod_ops.template_changes.STATEFUL_TYPES` (file
-systems, buckets, databases and their secrets and keys, audit log groups, metrics workspaces,
-the HyperPod and EKS clusters) would be replaced or deleted and its ``<stack>/<logical id>`` is
-not in ``--allow-replace``. Otherwise it runs ``cdk deploy --app <that assembly> --all
---concurrency 4 --require-approval broadening CDK ARGS``: what was checked is what is deployed.
+assembly, by running the CDK app in a subprocess as the CDK CLI does (``python app.py`` of the
+working directory, or ``--app``: :mod:`hyperpod_ops.cdk_app`); reads each of its stacks' current
+template from CloudFormation (``GetTemplate``, stage ``Original``: the template as submitted,
+like the synthesized one; a stack that does not exist, or whose first create rolled back, is all
+new; a stack in another account than the caller's through that account's CDK look-up role);
+compares the two with the comparison of ``make update-notes``
+(:func:`hyperpod_ops.update_notes.notes`) and prints the notes. It stops with exit 3 when a
+resource of :data:`hyperpod_ops.template_changes.STATEFUL_TYPES` (file systems, buckets,
+databases and their secrets and keys, audit log groups, metrics workspaces, the HyperPod and EKS
+clusters) would be replaced or deleted and its ``<stack>/<logical id>`` is not in
+``--allow-replace``. Otherwise it runs ``cdk deploy --app <that assembly> --all --concurrency 4
+--require-approval broadening CDK ARGS``: what was checked is what is deployed.
 
-``python -m hyperpod_ops.deploy_gate --assembly DIR [--lookup-role] [--allow-replace ...]`` gates an
-assembly synthesized elsewhere and deploys nothing: the pipeline runs it before each stage's
-deploy actions, on the stage's nested assembly (``cdk.out/assembly-<stage>``), reading the
-target account through the CDK bootstrap's look-up role (``--lookup-role``), which carries
-ReadOnlyAccess and trusts the tooling account (``cdk bootstrap --trust``).
+``python -m hyperpod_ops.deploy_gate --assembly DIR [--lookup-role] [--allow-replace ...]`` gates
+an assembly synthesized elsewhere (any CDK app's) and deploys nothing: the pipeline runs it
+before each stage's deploy actions, on the stage's nested assembly (``cdk.out/assembly-<stage>``),
+reading the target account through the CDK bootstrap's look-up role (``--lookup-role``), which
+carries ReadOnlyAccess and trusts the tooling account (``cdk bootstrap --trust``).
 
 Exit status: 0 (deployed, or nothing to stop in ``--assembly`` mode; else the exit status of
 ``cdk deploy``), 2 (a config error, a bad argument, no usable credentials, CloudFormation cannot
-be read: one line each), 3 (stopped: a replacement or deletion that is not allowed).
+be read, the synth failed: one line each), 3 (stopped: a replacement or deletion that is not
+allowed).
 """
 
 from __future__ import annotations
