@@ -58,7 +58,10 @@ _MISSING = object()
 @cache
 def resource_schema(resource_type: str, region: str = "us-west-2") -> dict[str, Any] | None:
     """The CloudFormation resource schema cfn-lint ships for a type, or None (custom resources)."""
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER, ResourceNotFoundError
+    from cfnlint.schema import (  # type: ignore[import-untyped]  # no py.typed
+        PROVIDER_SCHEMA_MANAGER,
+        ResourceNotFoundError,
+    )
 
     try:
         schema: dict[str, Any] = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
