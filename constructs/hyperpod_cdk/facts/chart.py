@@ -255,4 +255,3 @@ def _known(enabled: Iterable[str]) -> set[str]:
             f"unknown HyperPod dependency {', '.join(unknown)}; known: {', '.join(DEPENDENCY_KEYS)}"
         )
     return wanted
-
