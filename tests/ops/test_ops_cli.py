@@ -88,8 +88,8 @@ def test_importing_the_library_and_the_commands_needs_no_boto3() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == (
-        "boto3 is not installed; install the library with its ops extra "
-        "(`pip install 'hyperpod-cdk[ops]'`), or inside this repository run `make bootstrap`"
+        "boto3 is not installed; install the tools package with its dependencies "
+        "(`pip install ./tools`), or inside this repository run `make bootstrap`"
     )
 
 
