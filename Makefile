@@ -75,14 +75,14 @@ validate: bootstrap-python ## validate CONFIG only (no synth, no AWS)
 # make deploy: stop (exit 3) before replacing or deleting what holds data or a cluster, unless allowed
 deploy: bootstrap ## deploy every stack of CONFIG after the data-loss gate (needs AWS credentials; ALLOW_REPLACE=<stack>/<id>,...)
 	@$(CREDENTIALS) deploy "$(CONFIG)" $(CDK_ARGS)
-	@$(WITH_ENV) $(VENV_PY) -m stacks.deploy_gate "$(CONFIG)" --allow-replace "$(ALLOW_REPLACE)" -- $(CDK_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.deploy_gate "$(CONFIG)" --allow-replace "$(ALLOW_REPLACE)" -- $(CDK_ARGS)
 
 diff: bootstrap ## diff every stack of CONFIG against the deployed ones (needs AWS credentials)
 	@$(CREDENTIALS) diff "$(CONFIG)" $(CDK_ARGS)
 	@$(CDK) diff -c config="$(CONFIG)" $(CDK_ARGS)
 
 update-notes: bootstrap ## offline: what deploying CONFIG over BASE (a file or git:REV, default git:HEAD) adds, updates, replaces, deletes per stack
-	@$(WITH_ENV) $(VENV_PY) -m stacks.update_notes "$(CONFIG)" --base "$(BASE)" $(OPS_ARGS)
+	@$(WITH_ENV) $(VENV_PY) -m hyperpod_ops.update_notes "$(CONFIG)" --base "$(BASE)" $(OPS_ARGS)
 
 destroy: bootstrap ## destroy every stack of CONFIG (stateful resources are retained)
 	@$(CREDENTIALS) destroy "$(CONFIG)" $(CDK_ARGS)

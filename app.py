@@ -34,6 +34,14 @@ def config_path(argv: list[str]) -> Path:
     return path if path.is_absolute() else Path.cwd() / path
 
 
+def files_root() -> Path:
+    """Where the config's relative paths (lifecycle scripts, users file) are read from: this
+    folder, or ``-c project_root=DIR`` (the update notes' base, a git revision exported to a
+    temporary folder, synthesized with this code)."""
+    value = json.loads(os.environ.get("CDK_CONTEXT_JSON") or "{}").get("project_root")
+    return Path(value) if isinstance(value, str) and value else PROJECT_ROOT
+
+
 def shown(path: Path) -> str:
     """``path`` as the user likely wrote it: relative to the working directory when inside it."""
     try:
@@ -53,9 +61,10 @@ def main(argv: list[str]) -> int:
     from hyperpod_cdk.config.summary import describe
 
     path = config_path(argv)
+    root = files_root()
     try:
         # a pipeline file's stage configs are read and validated with it, once
-        config, stages, warnings = load_file(path, PROJECT_ROOT)
+        config, stages, warnings = load_file(path, root)
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)
@@ -70,11 +79,11 @@ def main(argv: list[str]) -> int:
 
     if isinstance(config, PipelineFileConfig):
         # every stage names its account: CDK_DEFAULT_ACCOUNT (the tooling account) is no default
-        app, _ = build_pipeline_app(config, stages, pipeline_file=path, project_root=PROJECT_ROOT)
+        app, _ = build_pipeline_app(config, stages, pipeline_file=path, project_root=root)
     else:
         if config.account is None and os.environ.get("CDK_DEFAULT_ACCOUNT"):
             config = config.model_copy(update={"account": os.environ["CDK_DEFAULT_ACCOUNT"]})
-        app, _ = build_app(config, project_root=PROJECT_ROOT)
+        app, _ = build_app(config, project_root=root)
     app.synth()
     return 0
 

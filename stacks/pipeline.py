@@ -71,14 +71,14 @@ def synth_commands(pipeline_file: PurePosixPath) -> list[str]:
 
 
 def gate_commands(stage: cdk.Stage, allow_replace: Sequence[str], qualifier: str) -> list[str]:
-    """The deploy gate of a stage (stacks.deploy_gate, as ``make deploy`` runs it): the stage's
-    nested assembly of the synth output against the templates deployed in the target account,
+    """The deploy gate of a stage (hyperpod_ops.deploy_gate, as ``make deploy`` runs it): the
+    stage's nested assembly of the synth output against the templates deployed in the target account,
     read through its CDK bootstrap look-up role; the build fails (exit 3, the notes in its log)
     before a replacement or deletion of data or a cluster that ``allow_replace`` does not name."""
     assembly = f"{SYNTH_OUTPUT_DIR}/{stage.artifact_id}"
     return [
         "scripts/bootstrap.sh python",
-        f".venv/bin/python -m stacks.deploy_gate --assembly {shlex.quote(assembly)} "
+        f".venv/bin/python -m hyperpod_ops.deploy_gate --assembly {shlex.quote(assembly)} "
         f"--stage {shlex.quote(stage.stage_name)} --lookup-role --qualifier {shlex.quote(qualifier)} "
         f"--allow-replace {shlex.quote(','.join(allow_replace))}",
     ]

@@ -51,13 +51,39 @@ def test_every_cdk_option_of_the_target_is_known_to_the_pinned_cli(target: str) 
 
 
 def test_the_deploy_gate_runs_cdk_deploy_with_options_the_pinned_cli_knows() -> None:
-    """make deploy runs the gate (stacks.deploy_gate), which runs ``cdk deploy --app <assembly>``."""
-    from stacks.deploy_gate import CDK_DEPLOY
+    """make deploy runs the gate (hyperpod_ops.deploy_gate), which runs
+    ``cdk deploy --app <assembly>``."""
+    from hyperpod_ops.deploy_gate import CDK_DEPLOY
 
-    (line,) = [r for r in _recipes()["deploy"] if "stacks.deploy_gate" in r]
+    (line,) = [r for r in _recipes()["deploy"] if "hyperpod_ops.deploy_gate" in r]
     assert '"$(CONFIG)" --allow-replace "$(ALLOW_REPLACE)" -- $(CDK_ARGS)' in line
     command, *words = CDK_DEPLOY
     _assert_known("deploy", command, ["--app", *(w for w in words if w.startswith("--"))])
+
+
+OPS_TARGETS = {
+    "deploy": "deploy_gate",
+    "update-notes": "update_notes",
+    "preflight": "preflight",
+    "status": "status",
+    "verify": "verify",
+    "sync-users": "sync_users",
+    "migrate-eks-dependencies": "migrate",
+}
+
+
+@pytest.mark.parametrize("target", sorted(OPS_TARGETS))
+def test_the_operational_targets_run_the_tools_package(target: str) -> None:
+    """Issue 36: the operational commands are hyperpod_ops's (tools/), not the app's stacks/ or
+    the construct library's."""
+    import importlib.util
+
+    module = f"hyperpod_ops.{OPS_TARGETS[target]}"
+    (line,) = [
+        r for r in _recipes()[target] if " -m hyperpod_ops." in r and "$(CREDENTIALS)" not in r
+    ]
+    assert f"$(VENV_PY) -m {module} " in line
+    assert importlib.util.find_spec(module) is not None
 
 
 def _make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -84,7 +110,7 @@ def test_every_recipe_quotes_the_config_path() -> None:
 def test_the_credentials_are_checked_before_the_cdk_cli_runs(target: str) -> None:
     lines = _recipes()[target]
     assert lines[0].startswith(f'@$(CREDENTIALS) {target} "$(CONFIG)" $(CDK_ARGS)')
-    assert ("stacks.deploy_gate" if target == "deploy" else "$(CDK)") in lines[1]
+    assert ("hyperpod_ops.deploy_gate" if target == "deploy" else "$(CDK)") in lines[1]
 
 
 def test_make_diff_without_credentials_says_so_in_one_line(tmp_path: Path) -> None:

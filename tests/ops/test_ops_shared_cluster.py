@@ -570,7 +570,7 @@ def test_a_mirror_without_the_repository_fails_with_the_copy_to_make(aws: Stubbe
     (check,) = shared_cluster.check_agent_image(config, aws("ecr"))
     assert check.failed
     assert check.detail.endswith("cannot be pulled (RepositoryNotFound)")
-    assert check.fix.startswith(f"copy the image into {mirror} (python -m hyperpod_cdk.facts.chart "
+    assert check.fix.startswith(f"copy the image into {mirror} (python -m hyperpod_ops.chart "
                                 "--mirror-list us-west-2 lists what to copy)")  # fmt: skip
 
 

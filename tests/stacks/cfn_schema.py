@@ -1,4 +1,4 @@
-"""The template comparison of the update notes (stacks.template_changes), and what only the
+"""The template comparison of the update notes (hyperpod_ops.template_changes), and what only the
 data-safety tests need: the create-only values that hold an asset hash."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 from stack_testkit import strings
 
-from stacks.template_changes import (
+from hyperpod_ops.template_changes import (
     STATEFUL_TYPES,
     SUPPLEMENTARY_CREATE_ONLY,
     Finding,

@@ -1,4 +1,4 @@
-"""The deploy gate (stacks.deploy_gate, ``make deploy``): the synthesized assembly against the
+"""The deploy gate (hyperpod_ops.deploy_gate, ``make deploy``): the synthesized assembly against the
 deployed templates, offline: CloudFormation is botocore's Stubber (each request is checked
 against the botocore model of DescribeStacks/GetTemplate/AssumeRole), the CDK CLI a stand-in on
 a PATH that holds nothing else."""
@@ -6,6 +6,8 @@ a PATH that holds nothing else."""
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,8 @@ import yaml
 from ops.ops_testkit import ACCOUNT, StubbedAws, identity
 from stack_testkit import PROJECT_ROOT, config_data, with_changes
 
+from hyperpod_ops import deploy_gate
 from hyperpod_ops.aws import AwsUnavailable
-from stacks import deploy_gate
 
 FSX = "AWS::FSx::FileSystem"
 
@@ -432,12 +434,14 @@ def full(build_variant: Any) -> Any:
 @pytest.fixture
 def fake_cdk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A ``cdk`` that records its arguments and whether ``--app`` is a cloud assembly; PATH is
-    only its folder, so no installed CDK CLI can answer instead. (aws-cdk-lib's runtime, a
-    ``node`` process, starts on import: before PATH is narrowed.)"""
-    import aws_cdk  # noqa: F401
-
+    only its folder, so no installed CDK CLI can answer instead. The gate synthesizes in a
+    subprocess (the app, run by this Python), whose aws-cdk-lib runtime is ``node``: the real
+    one, linked into that folder."""
+    node = shutil.which("node")
+    assert node, "node (the CDK's runtime) is not on PATH: source scripts/env.sh"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
+    (bin_dir / "node").symlink_to(node)
     record = tmp_path / "cdk-argv"
     script = bin_dir / "cdk"
     script.write_text(
@@ -596,28 +600,42 @@ def test_the_lookup_role_is_the_one_cdk_bootstrap_makes() -> None:
 
 
 def test_a_failed_synth_is_one_line_and_deploys_nothing(
-    fake_cdk: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    fake_cdk: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """cdk-nag fails the synth with a jsii error (its report printed before): no traceback."""
-    from jsii.errors import JSIIError
-
-    from stacks import app_builder
-
-    def failing(*args: Any, **kwargs: Any) -> Any:
-        raise JSIIError("ValidationFailed: ERROR an unacknowledged finding\nat ...")
-
-    monkeypatch.setattr(app_builder, "build_app", failing)
+    """cdk-nag fails the synth (its report printed before, the last line says why): the app's
+    output is shown, then one line, no traceback, nothing deployed. The app is a stand-in
+    (``--app``) that fails as the CDK does; it sees the context the CDK CLI would pass."""
+    seen = tmp_path / "context.json"
+    app = tmp_path / "failing_app.py"
+    app.write_text(
+        "import os, pathlib, sys\n"
+        f"pathlib.Path({str(seen)!r}).write_text(os.environ['CDK_CONTEXT_JSON'])\n"
+        "print('[Error at /x] AwsSolutions-S1: the finding', file=sys.stderr)\n"
+        "print('ValidationFailed: ERROR an unacknowledged finding', file=sys.stderr)\n"
+        "sys.exit(1)\n"
+    )
     aws = StubbedAws()
     identity(aws)
-    assert (
-        deploy_gate.main(
-            [str(PROJECT_ROOT / "config/examples/minimal.yaml")], make_clients=aws.make_clients
-        )
-        == 2
+    config = PROJECT_ROOT / "config/examples/minimal.yaml"
+    code = deploy_gate.main(
+        [str(config), "--app", f"{sys.executable} {app}", "--", "-c", "destroy_data=true"],
+        make_clients=aws.make_clients,
+        project_root=PROJECT_ROOT,
     )
-    assert capsys.readouterr().err.splitlines()[-1] == (
+    assert code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert "[Error at /x] AwsSolutions-S1: the finding" in err
+    assert err[-1] == (
         "deploy: the synth failed, nothing is deployed: ValidationFailed: ERROR an unacknowledged "
         "finding"
     )
+    context = json.loads(seen.read_text())
+    assert context["config"] == str(config)
+    assert context["destroy_data"] == "true"
+    # cdk.json's feature flags, as the CDK CLI passes them
+    cdk_json = json.loads((PROJECT_ROOT / "cdk.json").read_text())["context"]
+    assert {k: context[k] for k in cdk_json} == cdk_json
     assert not fake_cdk.exists()
     aws.verify()

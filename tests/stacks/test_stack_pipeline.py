@@ -237,7 +237,7 @@ def test_a_manual_approval_runs_before_any_prod_deploy_and_none_before_dev(
 def test_each_stage_runs_the_deploy_gate_before_any_deploy(
     pipeline: PipelineSynth, name: str
 ) -> None:
-    """The gate (stacks.deploy_gate, as `make deploy` runs it) reads the stage's assembly of the
+    """The gate (hyperpod_ops.deploy_gate, as `make deploy` runs it) reads the stage's assembly of the
     synth output and the deployed templates through the target's CDK look-up role, and runs
     before the approval and every deploy action: a stopped gate fails the stage."""
     config = pipeline.stage(name).config
@@ -248,7 +248,7 @@ def test_each_stage_runs_the_deploy_gate_before_any_deploy(
         for c in phase.get("commands", [])
     ]
     assert commands[-1] == (
-        f".venv/bin/python -m stacks.deploy_gate --assembly cdk.out/assembly-{name} --stage {name} "
+        f".venv/bin/python -m hyperpod_ops.deploy_gate --assembly cdk.out/assembly-{name} --stage {name} "
         "--lookup-role --qualifier hnb659fds --allow-replace ''"
     )
     assert (pipeline.stage_dir(name) / "manifest.json").is_file()

@@ -1,4 +1,4 @@
-"""The update notes (stacks.update_notes, ``make update-notes``): what deploying a config over an
+"""The update notes (hyperpod_ops.update_notes, ``make update-notes``): what deploying a config over an
 earlier one adds, updates, replaces and deletes, per stack, offline."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import yaml
 from stack_testkit import PROJECT_ROOT, config_data, with_changes
 from test_stack_task_governance import US_EAST_1
 
-from stacks import update_notes
-from stacks.template_changes import ResourceChange, resource_changes
+from hyperpod_ops import update_notes
+from hyperpod_ops.template_changes import ResourceChange, resource_changes
 
 QUOTA = "AWS::SageMaker::ComputeQuota"
 FSX = "AWS::FSx::FileSystem"
@@ -358,3 +358,15 @@ def test_removing_the_first_admin_leaves_the_next_admins_entry_alone(
         old["PrincipalArn"] == new["PrincipalArn"] == "arn:aws:iam::111122223333:role/PlatformAdmin"
     )
     assert "CiDeploy" not in gone.logical_id
+
+
+def test_the_create_only_properties_the_schemas_leave_out_are_a_facts_table() -> None:
+    """Issue 36: what CloudFormation replaces beyond its schemas is an AWS fact, with its source,
+    in hyperpod_cdk.facts; the comparison (hyperpod_ops) reads it from there."""
+    from hyperpod_cdk.facts import cloudformation
+    from hyperpod_ops import template_changes
+
+    assert template_changes.SUPPLEMENTARY_CREATE_ONLY is cloudformation.SUPPLEMENTARY_CREATE_ONLY
+    assert "/properties/LustreConfiguration/EfaEnabled" in (
+        template_changes.create_only_pointers("AWS::FSx::FileSystem")
+    )

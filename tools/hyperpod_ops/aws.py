@@ -109,8 +109,8 @@ def session_clients(region: str, profile: str | None = None) -> ClientFactory:
         botocore_config = importlib.import_module("botocore.config")
     except ImportError:
         raise AwsUnavailable(
-            "boto3 is not installed; install the library with its ops extra "
-            "(`pip install 'hyperpod-cdk[ops]'`), or inside this repository run `make bootstrap`"
+            "boto3 is not installed; install the tools package with its dependencies "
+            "(`pip install ./tools`), or inside this repository run `make bootstrap`"
         ) from None
     try:
         session = boto3.session.Session(region_name=region, profile_name=profile)

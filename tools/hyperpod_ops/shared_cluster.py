@@ -335,7 +335,7 @@ def check_agent_image(config: EnvironmentConfig, ecr: Any) -> list[Check]:
     where = f" (tag from {_TAG_KEY})" if override else ""
     if registry:
         fix = (
-            f"copy the image into {registry} (python -m hyperpod_cdk.facts.chart --mirror-list "
+            f"copy the image into {registry} (python -m hyperpod_ops.chart --mirror-list "
             f"{config.region} lists what to copy), set {_TAG_KEY} to a tag it has, or switch "
             f"{_SWITCH} off"
         )

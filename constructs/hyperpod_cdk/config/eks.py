@@ -319,7 +319,7 @@ class EksConfig(StrictModel):
         default=None,
         description="Pull every image of the dependencies chart from "
         "<image_registry>/<repository>:<tag> "
-        "(an ECR pull-through cache or mirror; `python -m hyperpod_cdk.facts.chart --mirror-list REGION` "
+        "(an ECR pull-through cache or mirror; `python -m hyperpod_ops.chart --mirror-list REGION` "
         "lists what to copy). Needed in a closed network for the images of public registries.",
     )
     node_wait_minutes: Annotated[int, Field(ge=1, le=50), WHOLE_NUMBER] = Field(

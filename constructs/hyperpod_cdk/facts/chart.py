@@ -10,14 +10,12 @@ Its ``values.yaml`` is the one table of facts (images, registries per region, in
 lists) with their sources; this module reads it, so validation, preflight and the chart agree.
 Pure Python (no ``aws_cdk`` import): config validation and preflight use it.
 
-``python -m hyperpod_cdk.facts.chart --mirror-list REGION`` prints the images to copy into an
-``eks.image_registry`` mirror.
+:func:`mirror_list` is what to copy into an ``eks.image_registry`` mirror (the command
+``python -m hyperpod_ops.chart --mirror-list REGION`` prints it).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -258,19 +256,3 @@ def _known(enabled: Iterable[str]) -> set[str]:
             f"unknown HyperPod dependency {', '.join(unknown)}; known: {', '.join(DEPENDENCY_KEYS)}"
         )
     return wanted
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``--mirror-list REGION``: the images to copy into an ``eks.image_registry`` mirror."""
-    parser = argparse.ArgumentParser(
-        prog="python -m hyperpod_cdk.facts.chart", description=main.__doc__
-    )
-    parser.add_argument("--mirror-list", metavar="REGION", required=True)
-    args = parser.parse_args(argv)
-    for source, target in mirror_list(args.mirror_list):
-        print(f"{source} -> <eks.image_registry>/{target}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -239,3 +239,18 @@ def test_enroot_image() -> None:
     )
     assert gates.enroot_image("localhost:5000/a/b:1") == "localhost:5000#a/b:1"
     assert gates.enroot_image("nvidia/cuda:13.0") == "nvidia/cuda:13.0"  # Docker Hub: no '#'
+
+
+def test_the_figures_are_facts_of_the_construct_library_and_the_judging_is_the_tools() -> None:
+    """Issue 36: the tables (instance facts, published bus bandwidths, the nccl-tests image) are
+    AWS facts, in hyperpod_cdk.facts.gates with their sources; verify only judges by them."""
+    from hyperpod_cdk.facts import gates as facts
+
+    assert gates.INSTANCE_FACTS is facts.INSTANCE_FACTS
+    assert gates.NCCL_PUBLISHED is facts.NCCL_PUBLISHED
+    assert gates.InstanceFacts.__module__ == "hyperpod_cdk.facts.gates"
+    assert gates.test_image() == facts.NCCL_TESTS_IMAGE
+    assert gates.decide_nccl.__module__ == "hyperpod_ops.verify.gates"
+    from hyperpod_ops.verify import slurm
+
+    assert slurm.RDMA_FAMILIES is facts.RDMA_FAMILIES

@@ -3,8 +3,8 @@ cluster: every node healthy and in place, EFA present, NCCL all-reduce across no
 bandwidth the instance type should reach, the shared file system mounted everywhere at its
 throughput and linked to S3 both ways, containers with GPUs, Slurm accounting recording jobs.
 
-Modules: :mod:`.model` (results, the run, what it made), :mod:`.gates` (the tables the
-measurements are held to, with their sources), :mod:`.parsers` (nccl-tests, fio, dd and mount
+Modules: :mod:`.model` (results, the run, what it made), :mod:`.gates` (the gates and the
+decisions; the tables are :mod:`hyperpod_cdk.facts.gates`), :mod:`.parsers` (nccl-tests, fio, dd and mount
 output), :mod:`.aws_checks` (cluster, health, data repository links), :mod:`.slurm` and
 :mod:`.eks` (the node-side checks of each orchestrator), :mod:`.runner` (order, budgets,
 clean-up) and :mod:`.cli` (the command line).

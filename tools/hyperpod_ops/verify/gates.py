@@ -1,117 +1,36 @@
-"""The figures ``make verify`` holds measurements to, each with its source, and the decisions.
+"""The gates ``make verify`` holds measurements to, and the decisions.
 
-Three tables: what each instance type has (accelerators, EFA devices, EFA bandwidth), AWS's
-published two-node nccl-tests bus bandwidths, and the pinned nccl-tests image. The NCCL gate is
-:data:`NCCL_FRACTION` of the published figure or, where none is published, of a provisional floor
-from the EFA rate; the FSx gate is :data:`FSX_FRACTION` of the file system's baseline throughput.
-A run at or over its gate passes, whatever its margin; being faster never fails.
+The figures (what each instance type has, AWS's published two-node nccl-tests bus bandwidths,
+the FSx baseline throughput, the pinned nccl-tests image) are AWS facts, each with its source, in
+:mod:`hyperpod_cdk.facts.gates`. The NCCL gate is :data:`NCCL_FRACTION` of the published figure
+or, where none is published, of a provisional floor from the EFA rate; the FSx gate is
+:data:`FSX_FRACTION` of the file system's baseline throughput. A run at or over its gate passes,
+whatever its margin; being faster never fails.
 
 Pure Python: no AWS calls.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Literal
 
+from hyperpod_cdk.facts.gates import ALL_REDUCE_PERF as ALL_REDUCE_PERF
+from hyperpod_cdk.facts.gates import FROM_TABLE as FROM_TABLE
+from hyperpod_cdk.facts.gates import INSTANCE_FACTS as INSTANCE_FACTS
+from hyperpod_cdk.facts.gates import INSTANCE_FACTS_SOURCE as INSTANCE_FACTS_SOURCE
+from hyperpod_cdk.facts.gates import NCCL_PUBLISHED as NCCL_PUBLISHED
+from hyperpod_cdk.facts.gates import NCCL_TESTS_DIGEST as NCCL_TESTS_DIGEST
+from hyperpod_cdk.facts.gates import NCCL_TESTS_IMAGE as NCCL_TESTS_IMAGE
+from hyperpod_cdk.facts.gates import NCCL_TESTS_IMAGE_TAG as NCCL_TESTS_IMAGE_TAG
+from hyperpod_cdk.facts.gates import NCCL_TESTS_REPOSITORY as NCCL_TESTS_REPOSITORY
+from hyperpod_cdk.facts.gates import GiB as GiB
+from hyperpod_cdk.facts.gates import InstanceFacts as InstanceFacts
+from hyperpod_cdk.facts.gates import fsx_baseline_mbps as fsx_baseline_mbps
+from hyperpod_cdk.facts.gates import instance_facts as instance_facts
 from hyperpod_ops.verify.parsers import NcclRun
 
-GiB = 1024**3
-# How a result line names the table below as the source of an instance type's figures.
-FROM_TABLE = "the gates table"
-
-
-@dataclass(frozen=True)
-class InstanceFacts:
-    """What an instance type has, as EC2 publishes it.
-
-    :param instance_type: ``ml.p5.48xlarge``.
-    :param accelerator: NVIDIA GPUs, AWS Neuron devices (Trainium), or none.
-    :param accelerators: GPUs or Neuron devices (0 for none).
-    :param efa_interfaces: EFA devices the instance type has (0: no EFA).
-    :param efa_gbps: aggregate EFA bandwidth in Gbit/s (0: no EFA).
-    :param source: where the figures come from, as a result line names it: :data:`FROM_TABLE`
-        for a row of :data:`INSTANCE_FACTS`, ``DescribeInstanceTypes`` for the account's answer
-        (:mod:`hyperpod_ops.verify.instance_types`).
-    """
-
-    instance_type: str
-    accelerator: Literal["nvidia", "neuron", "none"]
-    accelerators: int
-    efa_interfaces: int
-    efa_gbps: int
-    source: str = FROM_TABLE
-
-
-def _facts(
-    name: str, accelerator: Literal["nvidia", "neuron", "none"], count: int, efa: int, gbps: int
-) -> tuple[str, InstanceFacts]:
-    """One row of :data:`INSTANCE_FACTS`."""
-    return name, InstanceFacts(name, accelerator, count, efa, gbps)
-
-
-# Sources, read 2026-11-25:
-#  [a] awslabs/awsome-distributed-ai @ 95b939cd: architectures/aws-pcs/tests/compute-test.md
-#      ("32 for p5/p5e, 16 for p5en, 8 for p6-b200, 16 for p6-b300" EFA interfaces);
-#      3.test_cases/pytorch/slime/README.md (p5.48xlarge: 32 EFA, 3,200 Gbps);
-#      3.test_cases/megatron/nemo-rl/grpo/README.md (p5en 16x 200 Gbps, p5 32x 100 Gbps);
-#      3.test_cases/megatron/megatron-bridge/qwen3-30b/README.md (p6-b300 16x 400G EFA).
-#  [b] EC2 accelerated computing specifications (docs.aws.amazon.com/ec2/latest/instancetypes/
-#      ac.html) and the Neuron training FAQ, as quoted by public research notes (p4d: 4x 100 Gbps;
-#      p6-b200: 8x 400 Gbps; trn1.32xlarge 8x 100, trn1n.32xlarge 16x 100, trn2.48xlarge 16x 200).
-# Left out, as not confirmed with the search tools: g5, g6, g6e (their EFA counts by size),
-# trn2.3xlarge, p5.4xlarge, p6e-gb200. verify reads those (and any other type without a row)
-# from the account once per run (EC2 DescribeInstanceTypes, ops/verify/instance_types.py) and
-# says so on its result lines; a type EC2 does not know SKIPs with "not in the gates table".
-INSTANCE_FACTS: Mapping[str, InstanceFacts] = MappingProxyType(
-    dict(
-        (
-            _facts("ml.p4d.24xlarge", "nvidia", 8, 4, 400),  # [b]
-            _facts("ml.p4de.24xlarge", "nvidia", 8, 4, 400),  # [b] p4d with 80 GB A100s
-            _facts("ml.p5.48xlarge", "nvidia", 8, 32, 3200),  # [a]
-            _facts("ml.p5e.48xlarge", "nvidia", 8, 32, 3200),  # [a] same EFA as p5
-            _facts("ml.p5en.48xlarge", "nvidia", 8, 16, 3200),  # [a]
-            _facts("ml.p6-b200.48xlarge", "nvidia", 8, 8, 3200),  # [a] count, [b] rate
-            _facts("ml.p6-b300.48xlarge", "nvidia", 8, 16, 6400),  # [a]
-            _facts("ml.trn1.32xlarge", "neuron", 16, 8, 800),  # [b]
-            _facts("ml.trn1n.32xlarge", "neuron", 16, 16, 1600),  # [b]
-            _facts("ml.trn2.48xlarge", "neuron", 16, 16, 3200),  # [b]
-        )
-    )
-)
-INSTANCE_FACTS_SOURCE = (
-    "awslabs/awsome-distributed-ai @ 95b939cd (aws-pcs compute-test.md, test-case READMEs) and "
-    "EC2 accelerated computing specifications (docs.aws.amazon.com/ec2/latest/instancetypes/"
-    "ac.html), read 2026-11-25"
-)
-
-
-def instance_facts(instance_type: str) -> InstanceFacts | None:
-    """The facts of ``instance_type``; None when it is not in the table."""
-    return INSTANCE_FACTS.get(instance_type)
-
-
 NCCL_FRACTION = 0.8
-_AWSOME = "awslabs/awsome-distributed-ai @ 95b939cd"
-_NCCL_README = f"{_AWSOME} micro-benchmarks/nccl-tests/README.md"
-# AWS's published 2-node all_reduce_perf bus bandwidth over EFA: type -> (GB/s, message bytes,
-# source). p5 also reaches 443.7 GB/s at 2 GiB in the same run; the 16 GiB figure is the gate
-# since the pinned sweep goes to 16 GiB. p6-b300 reaches ~751 GB/s at 64 GiB (the 16 EFA NICs
-# are not saturated at 16 GiB); verify's sweep stops at 16 GiB. No 2-node figure is published
-# for p5e, p5en, p6-b200 (a 4-node, non-tuned p6-b200 run reached 377 GB/s at 16 GiB in [a]).
-NCCL_PUBLISHED: Mapping[str, tuple[float, int, str]] = MappingProxyType(
-    {
-        "ml.p4de.24xlarge": (78.3, 2 * GiB, f"{_NCCL_README} (2x p4de.24xlarge, 78.33 at 2 GiB)"),
-        "ml.p5.48xlarge": (487.1, 16 * GiB, f"{_NCCL_README} (2x p5.48xlarge, 487.09 at 16 GiB)"),
-        "ml.p6-b300.48xlarge": (
-            654.0,
-            16 * GiB,
-            f"{_AWSOME} architectures/aws-pcs/tests/compute-test.md (2x p6-b300, ~654 at 16 GiB)",
-        ),
-    }
-)
 # Where no figure is published, the gate is read at this message size (every GPU type reaches
 # it in a sweep to 16 GiB; p4d's 40 GB GPUs may cut the sweep short).
 PROVISIONAL_MESSAGE_BYTES = 2 * GiB
@@ -178,13 +97,6 @@ def _gate(instance_type: str, gbps: float, size: int, source: str, provisional: 
 
 
 FSX_FRACTION = 0.8
-
-
-def fsx_baseline_mbps(capacity_gib: int, throughput_per_tib: int) -> float:
-    """The baseline throughput of a PERSISTENT_2 file system in MB/s: capacity in TiB x the
-    per-unit throughput tier (FSx for Lustre user guide, "Performance": 1200 GiB at 250 MB/s/TiB
-    is about 293 MB/s)."""
-    return capacity_gib / 1024 * throughput_per_tib
 
 
 @dataclass(frozen=True)
@@ -297,17 +209,6 @@ def decide_fsx(
         return Decision("fail", f"{'; '.join(problems)}; {basis}", fix, figures)
     detail = f"write {write_mbps:.1f} MB/s, read {read_mbps:.1f} MB/s; {basis}"
     return Decision("pass", detail, None, figures)
-
-
-# The pinned nccl-tests image. The digest and the tag it resolved to (on 2026-09-06) are from
-# awslabs/awsome-distributed-ai examples/use-cases/gpu-cluster-failure-patterns/pins.env (read
-# 2026-11-25): CUDA 13.0.2, EFA installer 1.48.0, aws-ofi-nccl 1.19.0, NCCL 2.30.4, nccl-tests
-# 2.18.3 (text output only: -J JSON needs 2.18.5).
-NCCL_TESTS_DIGEST = "sha256:a5390d3f0eb50f3e5854085e2ae0fef90b9eb4f3b7486ed4cab0d47864809d4c"
-NCCL_TESTS_REPOSITORY = "hpc-cloud/nccl-tests"
-NCCL_TESTS_IMAGE = f"public.ecr.aws/{NCCL_TESTS_REPOSITORY}@{NCCL_TESTS_DIGEST}"
-NCCL_TESTS_IMAGE_TAG = "cuda13.0.2-efa1.48.0-ofiv1.19.0-ncclv2.30.4-1-testsv2.18.3"
-ALL_REDUCE_PERF = "/opt/nccl-tests/build/all_reduce_perf"
 
 
 def test_image(registry: str | None = None) -> str:

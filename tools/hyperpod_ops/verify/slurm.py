@@ -33,6 +33,7 @@ from importlib import resources
 from typing import Any
 
 from hyperpod_cdk.config.cluster import InstanceGroup
+from hyperpod_cdk.facts.gates import RDMA_FAMILIES
 from hyperpod_ops.ssm import RemoteResult, describe_problem
 from hyperpod_ops.verify import aws_checks, gates, instance_types, parsers
 from hyperpod_ops.verify.model import (
@@ -98,10 +99,6 @@ FSX_MIN_CLIENTS = 2
 FSX_MAX_CLIENTS = 4
 FSX_TARGET_SECONDS = 30
 FSX_MIN_FILE_MIB = 256
-# FI_EFA_USE_DEVICE_RDMA=1 is for instance types whose EFA supports RDMA read (AWS "Get started
-# with EFA and NCCL", 2026-11: p4d, p4de, p5, p5e, p5en, p6 families; the libfabric efa provider
-# turns it on by itself where supported, the variable makes a missing RDMA an error).
-RDMA_FAMILIES = ("ml.p4d.", "ml.p4de.", "ml.p5.", "ml.p5e.", "ml.p5en.", "ml.p6-", "ml.p6e-")
 NODE_SCRIPTS = "node"
 # Where the NCCL job writes its output on its batch host (read back and removed afterwards).
 NCCL_OUTPUT_DIR = "/tmp"

@@ -2,28 +2,31 @@
 deployed now, and stop when a resource that holds data, or a cluster, would be replaced or
 deleted without the user saying so (``make deploy``, and each stage of the pipeline).
 
-``python -m stacks.deploy_gate CONFIG [--allow-replace STACK/ID,...] [-- CDK ARGS...]``
+``python -m hyperpod_ops.deploy_gate CONFIG [--allow-replace STACK/ID,...] [-- CDK ARGS...]``
 (``make deploy CONFIG=... ALLOW_REPLACE=...``) synthesizes CONFIG once, into a temporary cloud
-assembly, as ``app.py`` does; reads each of its stacks' current template from CloudFormation
-(``GetTemplate``, stage ``Original``: the template as submitted, like the synthesized one; a
-stack that does not exist, or whose first create rolled back, is all new; a stack in another
-account than the caller's through that account's CDK look-up role); compares the two with
-the comparison of ``make update-notes`` (:func:`stacks.update_notes.notes`) and prints the notes.
-It stops with exit 3 when a resource of :data:`stacks.template_changes.STATEFUL_TYPES` (file
-systems, buckets, databases and their secrets and keys, audit log groups, metrics workspaces,
-the HyperPod and EKS clusters) would be replaced or deleted and its ``<stack>/<logical id>`` is
-not in ``--allow-replace``. Otherwise it runs ``cdk deploy --app <that assembly> --all
---concurrency 4 --require-approval broadening CDK ARGS``: what was checked is what is deployed.
+assembly, by running the CDK app in a subprocess as the CDK CLI does (``python app.py`` of the
+working directory, or ``--app``: :mod:`hyperpod_ops.cdk_app`); reads each of its stacks' current
+template from CloudFormation (``GetTemplate``, stage ``Original``: the template as submitted,
+like the synthesized one; a stack that does not exist, or whose first create rolled back, is all
+new; a stack in another account than the caller's through that account's CDK look-up role);
+compares the two with the comparison of ``make update-notes``
+(:func:`hyperpod_ops.update_notes.notes`) and prints the notes. It stops with exit 3 when a
+resource of :data:`hyperpod_ops.template_changes.STATEFUL_TYPES` (file systems, buckets,
+databases and their secrets and keys, audit log groups, metrics workspaces, the HyperPod and EKS
+clusters) would be replaced or deleted and its ``<stack>/<logical id>`` is not in
+``--allow-replace``. Otherwise it runs ``cdk deploy --app <that assembly> --all --concurrency 4
+--require-approval broadening CDK ARGS``: what was checked is what is deployed.
 
-``python -m stacks.deploy_gate --assembly DIR [--lookup-role] [--allow-replace ...]`` gates an
-assembly synthesized elsewhere and deploys nothing: the pipeline runs it before each stage's
-deploy actions, on the stage's nested assembly (``cdk.out/assembly-<stage>``), reading the
-target account through the CDK bootstrap's look-up role (``--lookup-role``), which carries
-ReadOnlyAccess and trusts the tooling account (``cdk bootstrap --trust``).
+``python -m hyperpod_ops.deploy_gate --assembly DIR [--lookup-role] [--allow-replace ...]`` gates
+an assembly synthesized elsewhere (any CDK app's) and deploys nothing: the pipeline runs it
+before each stage's deploy actions, on the stage's nested assembly (``cdk.out/assembly-<stage>``),
+reading the target account through the CDK bootstrap's look-up role (``--lookup-role``), which
+carries ReadOnlyAccess and trusts the tooling account (``cdk bootstrap --trust``).
 
 Exit status: 0 (deployed, or nothing to stop in ``--assembly`` mode; else the exit status of
 ``cdk deploy``), 2 (a config error, a bad argument, no usable credentials, CloudFormation cannot
-be read: one line each), 3 (stopped: a replacement or deletion that is not allowed).
+be read, the synth failed: one line each), 3 (stopped: a replacement or deletion that is not
+allowed).
 """
 
 from __future__ import annotations
@@ -39,11 +42,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from hyperpod_cdk.config import ConfigError, PipelineFileConfig
+from hyperpod_cdk.config import ConfigError
 from hyperpod_cdk.config.loader import load_file
-from hyperpod_ops import credentials
+from hyperpod_ops import cdk_app, credentials
 from hyperpod_ops.aws import (
     MAX_ATTEMPTS,
     THROTTLING_ERROR_CODES,
@@ -55,15 +58,11 @@ from hyperpod_ops.aws import (
     throttled_reason,
     unavailable_reason,
 )
+from hyperpod_ops.cdk_app import AssemblyError, AssemblyStack, assembly_stacks
 from hyperpod_ops.deploy_target import DEFAULT_QUALIFIER, QUALIFIER_CONTEXT_KEY
-from stacks.template_changes import ResourceChange, Templates
-from stacks.update_notes import DATA_LOSS_EXIT, notes, render
+from hyperpod_ops.template_changes import ResourceChange, Templates
+from hyperpod_ops.update_notes import DATA_LOSS_EXIT, notes, render
 
-if TYPE_CHECKING:
-    from hyperpod_cdk.config import EnvironmentConfig
-    from hyperpod_cdk.config.pipeline import LoadedStage
-
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 EXIT_UNUSABLE = 2
 EXIT_STOPPED = DATA_LOSS_EXIT
 
@@ -98,81 +97,33 @@ class GateError(Exception):
     """The gate cannot run (an argument, the assembly, AWS): one line, exit 2."""
 
 
-@dataclass(frozen=True)
-class AssemblyStack:
-    """One top-level stack of a cloud assembly: where it deploys and its template."""
-
-    name: str
-    account: str | None
-    region: str
-    template: Mapping[str, Any]
-
-
 # -- the assembly ------------------------------------------------------------------------------
 
 
-def assembly_stacks(directory: Path) -> list[AssemblyStack]:
-    """The stacks ``cdk deploy --app DIR --all`` deploys: the top-level stack artifacts of the
-    assembly's ``manifest.json`` (nested assemblies, a pipeline's stages, are deployed by the
-    pipeline, which gates them itself)."""
-    try:
-        manifest = json.loads((directory / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise GateError(f"{directory} is not a cloud assembly ({exc})") from None
-    stacks = []
-    for artifact_id, artifact in manifest.get("artifacts", {}).items():
-        if artifact.get("type") != "aws:cloudformation:stack":
-            continue
-        properties = artifact.get("properties", {})
-        environment = str(artifact.get("environment", ""))
-        account, _, region = environment.removeprefix("aws://").partition("/")
-        if not region or region.startswith("unknown-"):
-            raise GateError(f"stack {artifact_id} names no region ({environment})")
-        template = json.loads((directory / properties["templateFile"]).read_text(encoding="utf-8"))
-        stacks.append(
-            AssemblyStack(
-                str(properties.get("stackName") or artifact_id),
-                None if account.startswith("unknown-") else account,
-                region,
-                template,
-            )
-        )
-    return stacks
-
-
 def synthesize(
-    config: EnvironmentConfig | PipelineFileConfig,
-    stages: Sequence[LoadedStage],
     config_file: Path,
     outdir: Path,
     *,
     context: Mapping[str, Any],
     account: str | None,
-    project_root: Path = PROJECT_ROOT,
+    project_root: Path,
+    app: str | None = None,
 ) -> None:
-    """Synthesize a loaded config into ``outdir`` as ``app.py`` does under the CDK CLI (an
-    environment file, or a pipeline file and its stages); ``account``: the deploying account,
-    for an environment that names none (the CLI's CDK_DEFAULT_ACCOUNT)."""
-    from jsii.errors import JSIIError
-
-    from stacks.app_builder import build_app, build_pipeline_app, new_app
-
-    app = new_app(context=dict(context), outdir=str(outdir))
+    """Synthesize a config file into ``outdir`` as the CDK CLI runs the app (in a subprocess,
+    :func:`hyperpod_ops.cdk_app.synthesize`): an environment file, or a pipeline file and its
+    stages; ``account``: the deploying account, for an environment that names none (the CLI's
+    CDK_DEFAULT_ACCOUNT)."""
     try:
-        if isinstance(config, PipelineFileConfig):
-            build_pipeline_app(
-                config, stages, pipeline_file=config_file, app=app, project_root=project_root
-            )
-        else:
-            if config.account is None and account:
-                config = config.model_copy(update={"account": account})
-            build_app(config, app=app, project_root=project_root)
-        app.synth()
-    except JSIIError as exc:  # an unacknowledged cdk-nag finding (the report is printed above)
-        lines = str(exc).strip().splitlines()
-        raise GateError(
-            f"the synth failed, nothing is deployed: {lines[0] if lines else exc}"
-        ) from None
+        cdk_app.synthesize(
+            config_file,
+            outdir,
+            project_root=project_root,
+            app=app,
+            context=context,
+            account=account,
+        )
+    except cdk_app.SynthError as exc:  # e.g. an unacknowledged cdk-nag finding (report above)
+        raise GateError(f"the synth failed, nothing is deployed: {exc}") from None
 
 
 # -- what is deployed --------------------------------------------------------------------------
@@ -326,7 +277,7 @@ def lookup_role_arn(partition: str, account: str, region: str, qualifier: str) -
     return f"arn:{partition}:iam::{account}:role/{name}"
 
 
-def bootstrap_qualifier(project_root: Path = PROJECT_ROOT) -> str:
+def bootstrap_qualifier(project_root: Path) -> str:
     """The bootstrap qualifier the app's templates use (cdk.json, else CDK's default)."""
     try:
         context = json.loads((project_root / "cdk.json").read_text())["context"]
@@ -424,6 +375,7 @@ def gate_workstation(
     sleep: Sleep,
     project_root: Path,
     assume: Assume,
+    app: str | None = None,
 ) -> int:
     """``make deploy``: synthesize, gate, then deploy exactly that assembly."""
     prog = "deploy"
@@ -435,7 +387,7 @@ def gate_workstation(
     if cdk is None:
         raise GateError("the cdk CLI is not on PATH (make deploy runs `source scripts/env.sh`)")
     try:
-        config, stages, warnings = load_file(path, project_root)
+        config, _, warnings = load_file(path, project_root)
     except ConfigError as exc:
         for issue in [*exc.issues, *exc.warnings]:
             print(issue, file=sys.stderr)
@@ -453,13 +405,12 @@ def gate_workstation(
     )
     with tempfile.TemporaryDirectory(prefix="hyperpod-deploy-") as outdir:
         synthesize(
-            config,
-            stages,
             path.resolve(),
             Path(outdir),
             context=_context(cdk_args),
             account=str(identity["Account"]),
             project_root=project_root,
+            app=app,
         )
         stacks = assembly_stacks(Path(outdir))
         before = deployed_templates(stacks, clients_of, sleep)
@@ -533,18 +484,20 @@ def main(
     *,
     make_clients: MakeClients | None = None,
     sleep: Sleep = time.sleep,
-    project_root: Path = PROJECT_ROOT,
+    project_root: Path | None = None,
     assume: Assume | None = None,
 ) -> int:
     """The command; tests pass stubbed clients (``make_clients``, ``assume``) and a ``sleep``
-    that does not wait (the CDK CLI is whichever ``cdk`` is first on PATH)."""
+    that does not wait (the CDK CLI is whichever ``cdk`` is first on PATH). ``project_root``:
+    the CDK project (its app.py and cdk.json), default the working directory."""
+    project_root = Path.cwd() if project_root is None else project_root
     args_list = list(sys.argv[1:] if argv is None else argv)
     cdk_args: list[str] = []
     if "--" in args_list:
         split = args_list.index("--")
         args_list, cdk_args = args_list[:split], args_list[split + 1 :]
     parser = argparse.ArgumentParser(
-        prog="python -m stacks.deploy_gate",
+        prog="python -m hyperpod_ops.deploy_gate",
         description="Compare what would be deployed with what is deployed; stop (exit 3) before a "
         "resource that holds data or a cluster is replaced or deleted, unless allowed.",
     )
@@ -569,6 +522,13 @@ def main(
         "--qualifier",
         default=None,
         help="with --lookup-role: the bootstrap qualifier (default: cdk.json's, else hnb659fds)",
+    )
+    parser.add_argument(
+        "--app",
+        default=None,
+        help="with CONFIG: the command that runs the CDK app, as cdk --app; it reads the file "
+        "from the context key config, as app.py does (default: python app.py in the working "
+        "directory)",
     )
     args = parser.parse_args(args_list)
     if (args.config is None) == (args.assembly is None):
@@ -609,6 +569,7 @@ def main(
                 sleep=sleep,
                 project_root=project_root,
                 assume=assuming,
+                app=args.app,
             )
         return gate_assembly(
             args.assembly,
@@ -621,7 +582,7 @@ def main(
             assume=assuming,
             qualifier=args.qualifier,
         )
-    except GateError as exc:
+    except (GateError, AssemblyError) as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return EXIT_UNUSABLE
     except Exception as exc:

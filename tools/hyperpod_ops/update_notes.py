@@ -1,8 +1,10 @@
 """Update notes: what deploying a config over an earlier one adds, updates, replaces and deletes,
 stack by stack, offline (``make update-notes CONFIG=... BASE=...``).
 
-Both configs are synthesized with the current code; the templates are compared resource by
-resource (:func:`stacks.template_changes.resource_changes`): a changed create-only property
+Both configs are synthesized with the current code, each by the CDK app in a subprocess
+(``python app.py`` of the project, the working directory; ``--app`` for another command, as
+``cdk --app``: :mod:`hyperpod_ops.cdk_app`); the templates are compared resource by
+resource (:func:`hyperpod_ops.template_changes.resource_changes`): a changed create-only property
 (CloudFormation's resource schemas, as cfn-lint ships them), followed through the references it
 makes, is a replacement; a logical id that leaves its stack is a deletion (or, when the stack
 gains one resource of the same type at the same time, a replacement under a new id: a renamed
@@ -15,7 +17,7 @@ names, the lifecycle scripts among them, are that revision's too). Without crede
 what ``make diff`` shows against the deployed stacks, for the review of a change before it is
 merged; ``make diff`` stays the check against what is really deployed.
 
-Exit status: 0; 2 for a config error (either config) or a bad argument; 3 with
+Exit status: 0; 2 for a config error (either config), a failed synth or a bad argument; 3 with
 ``--fail-on-data-loss`` when a resource that holds data would be replaced or deleted.
 """
 
@@ -32,9 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from stacks.template_changes import ResourceChange, Templates, resource_changes
+from hyperpod_ops import cdk_app
+from hyperpod_ops.template_changes import ResourceChange, Templates, resource_changes
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DATA_LOSS_EXIT = 3
 
 _ACTION_ORDER = ("delete", "replace", "update", "add")
@@ -44,18 +46,22 @@ class BaseError(Exception):
     """The base could not be read (a bad revision, a path outside the repository)."""
 
 
-def synthesize(config_file: Path, project_root: Path) -> tuple[str, Templates]:
-    """The region and the templates (by stack name) of an environment file, synthesized offline
-    without cdk-nag (raises ConfigError for an invalid file)."""
+def synthesize(
+    config_file: Path, project_root: Path, *, files_root: Path | None = None, app: str | None = None
+) -> tuple[str, Templates]:
+    """The region and the templates (by stack name) of an environment file: validated here
+    (raises ConfigError for an invalid file), then synthesized by the app in a subprocess
+    (:func:`hyperpod_ops.cdk_app.synthesize`; raises SynthError). ``files_root``: where the
+    config's relative paths are read from, when not ``project_root`` (a git base)."""
     from hyperpod_cdk.config import EnvironmentConfig
     from hyperpod_cdk.config.loader import load_environment
-    from stacks.app_builder import build_app, new_app
 
-    config: EnvironmentConfig = load_environment(config_file, project_root)
+    config: EnvironmentConfig = load_environment(config_file, files_root or project_root)
     with tempfile.TemporaryDirectory(prefix="hyperpod-update-notes-") as outdir:
-        app, _ = build_app(config, app=new_app(outdir=outdir), project_root=project_root, nag=False)
-        assembly = app.synth()
-        templates = {stack.stack_name: stack.template for stack in assembly.stacks}
+        cdk_app.synthesize(
+            config_file, Path(outdir), project_root=project_root, app=app, files_root=files_root
+        )
+        templates = cdk_app.assembly_templates(Path(outdir))
     return config.region, templates
 
 
@@ -166,7 +172,10 @@ def as_json(changes: Sequence[ResourceChange]) -> list[dict[str, Any]]:
     ]
 
 
-def main(argv: Sequence[str] | None = None, project_root: Path = PROJECT_ROOT) -> int:
+def main(argv: Sequence[str] | None = None, project_root: Path | None = None) -> int:
+    """The command; ``project_root``: the CDK project (its app.py, cdk.json and git repository),
+    default the working directory."""
+    project_root = Path.cwd() if project_root is None else project_root
     parser = argparse.ArgumentParser(
         prog="make update-notes",
         description="What deploying CONFIG over BASE adds, updates, replaces and deletes, per "
@@ -180,6 +189,12 @@ def main(argv: Sequence[str] | None = None, project_root: Path = PROJECT_ROOT) -
         "(default git:HEAD)",
     )
     parser.add_argument("--json", action="store_true", help="the changes as JSON")
+    parser.add_argument(
+        "--app",
+        default=None,
+        help="the command that runs the CDK app, as cdk --app; it reads the file from the "
+        "context key config, as app.py does (default: python app.py in the working directory)",
+    )
     parser.add_argument(
         "--fail-on-data-loss",
         action="store_true",
@@ -215,11 +230,18 @@ def main(argv: Sequence[str] | None = None, project_root: Path = PROJECT_ROOT) -
             print(f"update-notes: {exc}", file=sys.stderr)
             return 2
         try:
-            region, after = synthesize(config_file, project_root)
-            before: Templates = {} if base_file is None else synthesize(base_file, base_root)[1]
+            region, after = synthesize(config_file, project_root, app=args.app)
+            before: Templates = (
+                {}
+                if base_file is None
+                else synthesize(base_file, project_root, files_root=base_root, app=args.app)[1]
+            )
         except ConfigError as exc:
             for issue in [*exc.issues, *exc.warnings]:
                 print(issue, file=sys.stderr)
+            return 2
+        except (cdk_app.SynthError, cdk_app.AssemblyError) as exc:
+            print(f"update-notes: the synth failed: {exc}", file=sys.stderr)
             return 2
         changes = notes(before, after, region)
         if args.json:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hyperpod_cdk.facts.cloudformation import SUPPLEMENTARY_CREATE_ONLY as SUPPLEMENTARY_CREATE_ONLY
+
 # A template per stack name.
 Templates = Mapping[str, Mapping[str, Any]]
 
@@ -50,24 +52,16 @@ DISRUPTIVE_TYPES: dict[str, str] = {
     "no priority classes or fair share apply",
 }
 
-# Create-only properties CloudFormation enforces that the FSx schema does not list: the schema
-# marks only top-level properties, but UpdateFileSystem (FSx API reference) cannot change the
-# deployment type, EFA or the storage type of a Lustre file system, so a change replaces it.
-SUPPLEMENTARY_CREATE_ONLY: dict[str, tuple[str, ...]] = {
-    "AWS::FSx::FileSystem": (
-        "/properties/StorageType",
-        "/properties/LustreConfiguration/DeploymentType",
-        "/properties/LustreConfiguration/EfaEnabled",
-    ),
-}
-
 _MISSING = object()
 
 
 @cache
 def resource_schema(resource_type: str, region: str = "us-west-2") -> dict[str, Any] | None:
     """The CloudFormation resource schema cfn-lint ships for a type, or None (custom resources)."""
-    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER, ResourceNotFoundError
+    from cfnlint.schema import (  # type: ignore[import-untyped]  # no py.typed
+        PROVIDER_SCHEMA_MANAGER,
+        ResourceNotFoundError,
+    )
 
     try:
         schema: dict[str, Any] = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
