@@ -21,8 +21,8 @@ Offline, with no AWS account or credentials. Prints plain tables:
    config within 1.5x the floor. The median is the figure to quote; the min is the least noisy
    on a busy machine.
 2. **Tests**: ``make test``'s pytest command,
-   ``.venv/bin/python -m pytest -n auto -q -m "not real_slurm" tests`` (the real Slurm tier is
-   ``make test-real``, apart): its wall time and CPU time (user + system of pytest, its xdist
+   ``.venv/bin/python -m pytest -n auto --dist loadgroup -q -m "not real_slurm" tests`` (the
+   real Slurm tier is ``make test-real``, apart): its wall time and CPU time (user + system of pytest, its xdist
    workers and the processes they waited for, from ``getrusage(RUSAGE_CHILDREN)``) beside the
    passed/skipped/failed counts; target (issue 36): under 5 minutes wall on the 2-core
    development machine. ``--skip-tests`` leaves it out.
@@ -56,7 +56,10 @@ CDK = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
 PYTHON = PROJECT_ROOT / ".venv" / "bin" / "python"
 DEFAULT_CONFIG = "config/default.yaml"
 EKS_CONFIG = "config/examples/eks-full.yaml"
-TEST_COMMAND = [str(PYTHON), "-m", "pytest", "-n", "auto", "-q", "-m", "not real_slurm", "tests"]
+TEST_COMMAND = [
+    str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-q", "-m", "not real_slurm",
+    "tests",
+]  # fmt: skip
 
 SYNTH_TARGET = 1.5  # default synth within 1.5x the empty-app floor
 TEST_TARGET_SECONDS = 300.0  # issue 36: under 5 minutes on 2 cores

@@ -61,6 +61,35 @@ if TYPE_CHECKING:
     from hyperpod_cdk.config import EnvironmentConfig
     from stacks import EnvironmentStacks
 
+# -- scheduling under pytest-xdist -------------------------------------------------------------
+
+# Modules whose module-scoped fixture makes something costly in-process (an App synthesized from
+# constructs, a pipeline, helm's rendering of the charts) that the tests then only read: under
+# ``--dist loadgroup`` (make test) each runs on one worker, so the fixture is made once per run
+# instead of once per worker. Every other test is spread as ``--dist load`` spreads it.
+ONE_WORKER_MODULES = {
+    "tests/stacks/test_stack_pipeline.py",
+    "tests/eks/test_addons.py",
+    "tests/eks/test_node_wait.py",
+    "tests/observability/test_grafana_construct.py",
+    "tests/library/test_library_platform_example.py",
+    "tests/library/test_default_sg_handler.py",
+    "tests/eks/test_chart.py",
+    "tests/eks/test_pod_policy.py",
+    "tests/eks/test_chart_instance_types.py",
+    "tests/eks/test_chart_parity.py",
+    "tests/alerts/test_alerts_construct.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
 # -- temporary files ---------------------------------------------------------------------------
 
 # the system's temporary directory, before the run points TMPDIR elsewhere

@@ -17,12 +17,15 @@ def test_it_estimates_the_configs_the_test_suite_synthesizes() -> None:
 def test_the_synth_commands_are_the_ones_a_user_runs() -> None:
     assert bench.CDK == bench.PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
     assert bench.TEST_COMMAND[1:] == [
-        "-m", "pytest", "-n", "auto", "-q", "-m", "not real_slurm", "tests"
+        "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-q", "-m", "not real_slurm", "tests"
     ]  # fmt: skip
     # what make test runs (less -rs and PYTEST_ARGS, which change no test): the real Slurm tier
     # (make test-real) is not in the figure
     makefile = (bench.PROJECT_ROOT / "Makefile").read_text()
-    assert '-m pytest -n auto -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests' in makefile
+    assert (
+        '-m pytest -n auto --dist loadgroup -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests'
+        in makefile
+    )
     assert (bench.PROJECT_ROOT / bench.DEFAULT_CONFIG).is_file()
     assert (bench.PROJECT_ROOT / bench.EKS_CONFIG).is_file()
 
