@@ -66,8 +66,12 @@ if TYPE_CHECKING:
 # Modules whose module-scoped fixture makes something costly in-process (an App synthesized from
 # constructs, a pipeline, helm's rendering of the charts) that the tests then only read: under
 # ``--dist loadgroup`` (make test) each runs on one worker, so the fixture is made once per run
-# instead of once per worker. Every other test is spread as ``--dist load`` spreads it.
+# instead of once per worker. The wheel's and the recipes' modules too: their fixtures are made
+# once per run already (a file lock), and a second worker would only wait for the lock.
+# Every other test is spread as ``--dist load`` spreads it.
 ONE_WORKER_MODULES = {
+    "tests/library/test_wheel.py",
+    "tests/library/test_recipes.py",
     "tests/stacks/test_stack_pipeline.py",
     "tests/eks/test_addons.py",
     "tests/eks/test_node_wait.py",
