@@ -192,12 +192,11 @@ class Synth:
         """The app's stack objects (see ``app``)."""
         return self._objects()[1]
 
-    @cached_property
+    @property
     def assembly(self) -> cx_api.CloudAssembly:
-        """The cloud assembly, read from ``outdir``."""
-        from aws_cdk import cx_api
-
-        return cx_api.CloudAssembly(str(self.outdir))
+        """The cloud assembly of the App (see ``app``; loaded from ``outdir`` through jsii, a
+        stack's artifact would come back as a plain ``CloudArtifact``)."""
+        return self.app.synth()
 
     def stack_name(self, kind: str) -> str:
         return f"{self.config.name}-{kind}"
@@ -228,9 +227,10 @@ class Synth:
         return self.assembly.get_stack_by_name(self.stack_name(kind))
 
     def dependencies(self, kind: str) -> set[str]:
-        """The kinds of the stacks this one waits for (from the assembly manifest)."""
+        """The kinds of the stacks this one waits for (from the assembly's manifest.json)."""
         prefix = f"{self.config.name}-"
-        names = {d.id for d in self.artifact(kind).dependencies}
+        manifest = json.loads((self.outdir / "manifest.json").read_text())
+        names = set(manifest["artifacts"][self.stack_name(kind)].get("dependencies", []))
         return {n.removeprefix(prefix) for n in names if n.removeprefix(prefix) in STACK_KINDS}
 
     def resources(self, kind: str, resource_type: str | None = None) -> dict[str, dict[str, Any]]:
