@@ -59,7 +59,7 @@ synth: bootstrap ## cdk synth of CONFIG (default config/default.yaml) into cdk.o
 	@$(CDK) synth -c config="$(CONFIG)" $(if $(QUIET),--quiet) $(CDK_ARGS)
 
 test: bootstrap bootstrap-checkov lint ## lint, then the whole test suite but the Slurm cluster tier (what .ci/run runs first)
-	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests
+	@$(WITH_ENV) $(VENV_PY) -m pytest -n auto --dist loadgroup -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests
 
 test-real: bootstrap-python ## the real Slurm tier: a one-node cluster from Debian's packages, verify/accounting/PAM against it (docs/testing.md)
 	@$(WITH_ENV) $(VENV_PY) -m pytest -n 0 -q -rs -m real_slurm $(PYTEST_ARGS) tests/real

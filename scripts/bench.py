@@ -20,10 +20,12 @@ Offline, with no AWS account or credentials. Prints plain tables:
    floor, median to median (min to min in brackets). The target (issue 7) is the default
    config within 1.5x the floor. The median is the figure to quote; the min is the least noisy
    on a busy machine.
-2. **Tests**: the wall time of ``make test``'s pytest command,
-   ``.venv/bin/python -m pytest -n auto -q -m "not real_slurm" tests`` (the real Slurm tier is
-   ``make test-real``, apart; target: under 3 minutes). ``--skip-tests``
-   leaves it out.
+2. **Tests**: ``make test``'s pytest command,
+   ``.venv/bin/python -m pytest -n auto --dist loadgroup -q -m "not real_slurm" tests`` (the
+   real Slurm tier is ``make test-real``, apart): its wall time and CPU time (user + system of pytest, its xdist
+   workers and the processes they waited for, from ``getrusage(RUSAGE_CHILDREN)``) beside the
+   passed/skipped/failed counts; target (issue 36): under 5 minutes wall on the 2-core
+   development machine. ``--skip-tests`` leaves it out.
 3. **First deploy**: for every shipped config (config/default.yaml and config/examples/*.yaml,
    except pipeline files), the estimated deploy time of ``cdk deploy --all --concurrency N``
    next to the ideal with no stack barriers, how far over the ideal it is (target: 5%), and
@@ -36,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -53,10 +56,13 @@ CDK = PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
 PYTHON = PROJECT_ROOT / ".venv" / "bin" / "python"
 DEFAULT_CONFIG = "config/default.yaml"
 EKS_CONFIG = "config/examples/eks-full.yaml"
-TEST_COMMAND = [str(PYTHON), "-m", "pytest", "-n", "auto", "-q", "-m", "not real_slurm", "tests"]
+TEST_COMMAND = [
+    str(PYTHON), "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-q", "-m", "not real_slurm",
+    "tests",
+]  # fmt: skip
 
 SYNTH_TARGET = 1.5  # default synth within 1.5x the empty-app floor
-TEST_TARGET_SECONDS = 180.0
+TEST_TARGET_SECONDS = 300.0  # issue 36: under 5 minutes on 2 cores
 DEPLOY_TARGET = 0.05  # estimate within 5% of the ideal
 
 EMPTY_APP = """\
@@ -224,23 +230,46 @@ def cdk_version() -> str:
 # -- tests -----------------------------------------------------------------------------------
 
 
+def suite_counts(summary: str) -> dict[str, int]:
+    """``{"passed": 4550, "skipped": 7}`` from pytest's last line (``4550 passed, 7 skipped in
+    240.1s``)."""
+    counts = {}
+    for part in summary.strip("= ").split(" in ")[0].split(","):
+        number, _, outcome = part.strip().partition(" ")
+        if number.isdigit():
+            counts[outcome] = int(number)
+    return counts
+
+
+def suite_lines(wall: float, cpu: float, summary: str, returncode: int) -> list[str]:
+    """What ``make bench`` prints of the test run: wall and CPU seconds beside the counts."""
+    counts = suite_counts(summary)
+    verdict = "ok" if wall < TEST_TARGET_SECONDS and returncode == 0 else "MISSED"
+    if returncode != 0:
+        verdict += f" (pytest exit {returncode})"
+    tests = ", ".join(f"{n} {outcome}" for outcome, n in counts.items()) or summary.strip("= ")
+    return [
+        "Tests: " + " ".join([".venv/bin/python", *TEST_COMMAND[1:]]),
+        f"  {wall:.1f} s wall, {cpu:.1f} s CPU ({os.cpu_count()} cores): {tests}",
+        f"  target: under {TEST_TARGET_SECONDS:.0f} s wall: {verdict}",
+    ]
+
+
 def measure_tests() -> list[str]:
+    """Wall time of the test command, and the CPU time (user + system) of it and every process
+    it waited for (``RUSAGE_CHILDREN``: pytest, its xdist workers and what they ran)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(
         TEST_COMMAND, cwd=PROJECT_ROOT, env=tool_env(), capture_output=True, text=True
     )
-    seconds = time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     summary = next(
         (line for line in reversed(done.stdout.splitlines()) if line.strip()), "(no output)"
     )
-    verdict = "ok" if seconds < TEST_TARGET_SECONDS and done.returncode == 0 else "MISSED"
-    if done.returncode != 0:
-        verdict += f" (pytest exit {done.returncode})"
-    return [
-        "Tests: " + " ".join([".venv/bin/python", *TEST_COMMAND[1:]]),
-        f"  {seconds:.1f} s wall  ({summary.strip('= ')})",
-        f"  target: under {TEST_TARGET_SECONDS:.0f} s: {verdict}",
-    ]
+    return suite_lines(wall, cpu, summary, done.returncode)
 
 
 # -- first deploy ----------------------------------------------------------------------------

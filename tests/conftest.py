@@ -1,10 +1,17 @@
-"""Shared fixtures: each shipped config synthesized once per test worker, and variants built from a
+"""Shared fixtures: each shipped config synthesized once per test run, and variants built from a
 config dict for targeted construct tests.
 
-Synthesis is the slow part of the suite (the first one in a worker starts the jsii runtime, ~3 s;
-later ones take well under a second), so every synthesized App is cached for the session: by file
-path for the shipped configs, by (base, changes, context) for variants. Treat a :class:`Synth` as
-read-only; it is shared by every test of the worker.
+Synthesis is the slow part of the suite, so every cloud assembly is made once per run and shared
+by the pytest-xdist workers (``_shared_assembly``): in a folder of the run that every worker sees,
+keyed by a hash of the app's code and of the config, under a file lock. The first worker to ask
+synthesizes (and keeps the App in memory); the others read the templates from the assembly. The
+few tests that need the construct objects (``Synth.stacks``, ``Synth.stack``) get them from an
+in-process synth made on first use in their worker. Treat a :class:`Synth` as read-only; it is
+shared by every test of the worker.
+
+Temporary files: the run's ``TMPDIR`` is a folder of pytest's base temporary directory (for the
+workers and every process they start), and the run fails when it leaves anything in the system
+temporary directory (``pytest_sessionfinish``).
 
 The CDK is imported inside the functions, so test folders that never synthesize (tests/config)
 do not pay for starting it.
@@ -12,8 +19,13 @@ do not pay for starting it.
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
+import os
 import sys
+import tempfile
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -50,6 +62,101 @@ if TYPE_CHECKING:
     from hyperpod_cdk.config import EnvironmentConfig
     from stacks import EnvironmentStacks
 
+# -- scheduling under pytest-xdist -------------------------------------------------------------
+
+# Modules whose module-scoped fixture makes something costly in-process (an App synthesized from
+# constructs, a pipeline, helm's rendering of the charts) that the tests then only read: under
+# ``--dist loadgroup`` (make test) each runs on one worker, so the fixture is made once per run
+# instead of once per worker. The wheel's and the recipes' modules too: their fixtures are made
+# once per run already (a file lock), and a second worker would only wait for the lock.
+# Every other test is spread as ``--dist load`` spreads it.
+ONE_WORKER_MODULES = {
+    "tests/library/test_wheel.py",
+    "tests/library/test_recipes.py",
+    "tests/stacks/test_stack_pipeline.py",
+    "tests/eks/test_addons.py",
+    "tests/eks/test_node_wait.py",
+    "tests/observability/test_grafana_construct.py",
+    "tests/library/test_library_platform_example.py",
+    "tests/library/test_default_sg_handler.py",
+    "tests/eks/test_chart.py",
+    "tests/eks/test_pod_policy.py",
+    "tests/eks/test_chart_instance_types.py",
+    "tests/eks/test_chart_parity.py",
+    "tests/alerts/test_alerts_construct.py",
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        if module in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(module))
+
+
+# -- temporary files ---------------------------------------------------------------------------
+
+# the system's temporary directory, before the run points TMPDIR elsewhere
+SYSTEM_TMP = Path(tempfile.gettempdir())
+# set HYPERPOD_TMP_CHECK=off on a machine where other work writes to the temporary directory
+# at the same time (the check cannot tell whose a new entry is)
+_TMP_CHECK = os.environ.get("HYPERPOD_TMP_CHECK", "on") != "off"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Point the run's temporary files (``tempfile``, the jsii runtime, every process started
+    by a test) into pytest's base temporary directory, and note what the system's holds. The
+    xdist workers inherit the environment of the process that starts them."""
+    if hasattr(config, "workerinput"):
+        return
+    run_tmp = config._tmp_path_factory.getbasetemp() / "tmp"  # type: ignore[attr-defined]
+    run_tmp.mkdir(exist_ok=True)
+    os.environ["TMPDIR"] = str(run_tmp)
+    tempfile.tempdir = str(run_tmp)
+    config.stash[_TMP_BEFORE] = (set(os.listdir(SYSTEM_TMP)), time.time())
+
+
+_TMP_BEFORE = pytest.StashKey[tuple[set[str], float]]()
+_TMP_LEFT = pytest.StashKey[list[str]]()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when it left files in the system's temporary directory: entries that are
+    new since the start, made by this user since then (pytest's own base folder aside)."""
+    if not _TMP_CHECK or _TMP_BEFORE not in session.config.stash:
+        return
+    before, start = session.config.stash[_TMP_BEFORE]
+    left = []
+    for name in sorted(set(os.listdir(SYSTEM_TMP)) - before):
+        try:
+            stat = os.lstat(SYSTEM_TMP / name)
+        except FileNotFoundError:
+            continue
+        if (
+            not name.startswith("pytest-of-")
+            and stat.st_uid == os.getuid()
+            and (stat.st_ctime >= start - 1)
+        ):
+            left.append(name)
+    if left:
+        session.config.stash[_TMP_LEFT] = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left = config.stash.get(_TMP_LEFT, [])
+    if left:
+        terminalreporter.write_sep("=", "files left in the temporary directory", red=True)
+        terminalreporter.write_line(
+            f"the run left {len(left)} entries in {SYSTEM_TMP} (a test must write under its "
+            f"tmp_path; HYPERPOD_TMP_CHECK=off when other work shares the folder):"
+        )
+        for name in left[:50]:
+            terminalreporter.write_line(f"  {SYSTEM_TMP / name}")
+
+
 # -- the synthesized App ---------------------------------------------------------------------
 
 
@@ -62,12 +169,35 @@ class Synth:
     """
 
     config: EnvironmentConfig
-    app: cdk.App
-    stacks: EnvironmentStacks
-    assembly: cx_api.CloudAssembly
     outdir: Path
     templates: dict[str, dict[str, Any]]
+    # the App and its stacks: made by the synth of this worker, or on first use (``_objects``)
+    _built: tuple[cdk.App, EnvironmentStacks] | None = field(default=None, repr=False)
+    _build: Callable[[], tuple[cdk.App, EnvironmentStacks]] | None = field(default=None, repr=False)
     _assertions: dict[str, assertions.Template] = field(default_factory=dict, repr=False)
+
+    def _objects(self) -> tuple[cdk.App, EnvironmentStacks]:
+        if self._built is None:
+            assert self._build is not None
+            self._built = self._build()
+        return self._built
+
+    @property
+    def app(self) -> cdk.App:
+        """The ``cdk.App`` (synthesized in this worker on first use when another made the
+        assembly)."""
+        return self._objects()[0]
+
+    @property
+    def stacks(self) -> EnvironmentStacks:
+        """The app's stack objects (see ``app``)."""
+        return self._objects()[1]
+
+    @property
+    def assembly(self) -> cx_api.CloudAssembly:
+        """The cloud assembly of the App (see ``app``; loaded from ``outdir`` through jsii, a
+        stack's artifact would come back as a plain ``CloudArtifact``)."""
+        return self.app.synth()
 
     def stack_name(self, kind: str) -> str:
         return f"{self.config.name}-{kind}"
@@ -84,7 +214,7 @@ class Synth:
         from aws_cdk.assertions import Template
 
         if kind not in self._assertions:
-            self._assertions[kind] = Template.from_stack(self.stack(kind))
+            self._assertions[kind] = Template.from_json(self.template(kind))
         return self._assertions[kind]
 
     def stack(self, kind: str) -> cdk.Stack:
@@ -98,9 +228,10 @@ class Synth:
         return self.assembly.get_stack_by_name(self.stack_name(kind))
 
     def dependencies(self, kind: str) -> set[str]:
-        """The kinds of the stacks this one waits for (from the assembly manifest)."""
+        """The kinds of the stacks this one waits for (from the assembly's manifest.json)."""
         prefix = f"{self.config.name}-"
-        names = {d.id for d in self.artifact(kind).dependencies}
+        manifest = json.loads((self.outdir / "manifest.json").read_text())
+        names = set(manifest["artifacts"][self.stack_name(kind)].get("dependencies", []))
         return {n.removeprefix(prefix) for n in names if n.removeprefix(prefix) in STACK_KINDS}
 
     def resources(self, kind: str, resource_type: str | None = None) -> dict[str, dict[str, Any]]:
@@ -199,6 +330,40 @@ def _validation_summary(outdir: Path) -> str:
     return "\n".join(lines) or report.read_text()
 
 
+def _synth_objects(
+    config: EnvironmentConfig,
+    outdir: Path,
+    *,
+    context: Mapping[str, Any] | None = None,
+    project_root: Path = PROJECT_ROOT,
+    nag: bool = True,
+) -> tuple[cdk.App, EnvironmentStacks]:
+    """Build the App of ``config`` as ``app.py`` does and synthesize it into ``outdir``."""
+    from stacks.app_builder import build_app, new_app
+
+    app = new_app(context=dict(context or {}), outdir=str(outdir))
+    app, stacks = build_app(config, app=app, project_root=project_root, nag=nag)
+    try:
+        app.synth()
+    except Exception as exc:  # a jsii error: validation (cdk-nag) failed, or a construct raised
+        raise AssertionError(
+            f"synth of {config.name} failed: {str(exc).splitlines()[0]}\n{_validation_summary(outdir)}"
+        ) from None
+    return app, stacks
+
+
+def _templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    """The template of every stack of the assembly in ``outdir``, by stack name (manifest.json)."""
+    manifest = json.loads((outdir / "manifest.json").read_text())
+    found = {}
+    for artifact_id, artifact in manifest["artifacts"].items():
+        if artifact["type"] == "aws:cloudformation:stack":
+            properties = artifact["properties"]
+            template = json.loads((outdir / properties["templateFile"]).read_text())
+            found[properties.get("stackName", artifact_id)] = template
+    return found
+
+
 def synthesize(
     config: EnvironmentConfig,
     outdir: Path,
@@ -212,21 +377,8 @@ def synthesize(
     With ``nag`` (the default) the compliance packs are registered, and an unacknowledged
     finding fails the synth, as it does for ``cdk synth``.
     """
-    from stacks.app_builder import build_app, new_app
-
-    app = new_app(context=dict(context or {}), outdir=str(outdir))
-    app, stacks = build_app(config, app=app, project_root=project_root, nag=nag)
-    try:
-        assembly = app.synth()
-    except Exception as exc:  # a jsii error: validation (cdk-nag) failed, or a construct raised
-        raise AssertionError(
-            f"synth of {config.name} failed: {str(exc).splitlines()[0]}\n{_validation_summary(outdir)}"
-        ) from None
-    templates = {
-        artifact.stack_name: json.loads((outdir / artifact.template_file).read_text())
-        for artifact in assembly.stacks
-    }
-    return Synth(config, app, stacks, assembly, outdir, templates)
+    built = _synth_objects(config, outdir, context=context, project_root=project_root, nag=nag)
+    return Synth(config, outdir, _templates(outdir), _built=built)
 
 
 def _raise_or_return(cached: Synth | AssertionError) -> Synth:
@@ -235,10 +387,83 @@ def _raise_or_return(cached: Synth | AssertionError) -> Synth:
     return cached
 
 
+# -- one synth per test run, shared by the workers --------------------------------------------
+
+# what the App is made of: the library, the app's stacks, its entry point and feature flags, and
+# the lifecycle scripts it uploads (the config is added to each key)
+_CODE = ("constructs", "stacks", "lifecycle_assets", "app.py", "cdk.json")
+_NOT_CODE = {"__pycache__", ".mypy_cache", "build", "dist", "cdk.out"}
+
+
+def _code_hash() -> str:
+    """A hash of every file the app's synth reads besides the config (computed once a process)."""
+    global _CODE_HASH
+    if _CODE_HASH is None:
+        digest = hashlib.sha256()
+        for name in _CODE:
+            root = PROJECT_ROOT / name
+            files = [root] if root.is_file() else []
+            for folder, directories, names in os.walk(root, followlinks=True):
+                directories[:] = sorted(
+                    d for d in directories if d not in _NOT_CODE and not d.endswith(".egg-info")
+                )
+                files.extend(Path(folder) / n for n in sorted(names) if not n.endswith(".pyc"))
+            for path in files:
+                digest.update(path.relative_to(PROJECT_ROOT).as_posix().encode() + b"\0")
+                digest.update(path.read_bytes() + b"\0")
+        _CODE_HASH = digest.hexdigest()
+    return _CODE_HASH
+
+
+_CODE_HASH: str | None = None
+
+
+def run_directory(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A directory of this test run that every pytest-xdist worker sees (the workers' base
+    temporary directories share a parent; a run without xdist has its own base)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+def _shared_synth(
+    tmp_path_factory: pytest.TempPathFactory,
+    label: str,
+    key_parts: list[Any],
+    config: EnvironmentConfig,
+    **options: Any,
+) -> Synth:
+    """The Synth of ``config`` from the run's assembly cache: made by the first worker that asks
+    (under a file lock; the others wait for it), read from disk by the others. A failed synth is
+    recorded, so every worker reports it at once instead of trying again."""
+    key_text = json.dumps([_code_hash(), *key_parts], sort_keys=True, default=str)
+    key = f"{label}-{hashlib.sha256(key_text.encode()).hexdigest()[:20]}"
+    cache = run_directory(tmp_path_factory, "synth-cache")
+    cache.mkdir(parents=True, exist_ok=True)
+    outdir, done, failed = cache / key, cache / f"{key}.done", cache / f"{key}.failed"
+
+    def build() -> tuple[cdk.App, EnvironmentStacks]:  # the objects, in this worker
+        return _synth_objects(config, tmp_path_factory.mktemp(f"cdk-objects-{label}"), **options)
+
+    with open(cache / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if failed.exists():
+            raise AssertionError(failed.read_text())
+        if done.exists():
+            return Synth(config, outdir, _templates(outdir), _build=build)
+        try:
+            synth = synthesize(config, outdir, **options)
+        except AssertionError as exc:
+            failed.write_text(str(exc))
+            raise
+        done.write_text(key_text)
+        return synth
+
+
 @pytest.fixture(scope="session")
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str | Path], Synth]:
-    """``synthesized("full")`` (or a path): that shipped config, synthesized once per worker,
-    with every compliance pack registered (AwsSolutions, NIST 800-53 R5, HIPAA, PCI DSS 3.2.1)."""
+    """``synthesized("full")`` (or a path): that shipped config, synthesized once per run (shared
+    by the workers), with every compliance pack registered (AwsSolutions, NIST 800-53 R5, HIPAA,
+    PCI DSS 3.2.1)."""
     from hyperpod_cdk.compliance.nag import PACKS
     from hyperpod_cdk.config import load_environment
 
@@ -251,8 +476,9 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str | Pat
             config = load_environment(path, PROJECT_ROOT).model_copy(
                 update={"compliance_packs": list(PACKS)}
             )
+            parts = [str(path), path.read_text(encoding="utf-8"), config.model_dump_json()]
             try:
-                cache[path] = synthesize(config, tmp_path_factory.mktemp(f"cdk-{config_id(path)}"))
+                cache[path] = _shared_synth(tmp_path_factory, config_id(path), parts, config)
             except AssertionError as exc:  # a failed synth fails each test fast, without retrying
                 cache[path] = exc
         return _raise_or_return(cache[path])
@@ -293,7 +519,8 @@ def build_variant(tmp_path_factory: pytest.TempPathFactory) -> VariantBuilder:
     validates it with ``hyperpod_cdk.config.parse`` and synthesizes it; the same arguments give
     the same cached Synth. ``project_root`` resolves ``cluster.lifecycle_scripts``;
     ``nag=False`` leaves the compliance packs out (tests of what a construct emits, apart from
-    whether cdk-nag accepts it).
+    whether cdk-nag accepts it). Synthesized once per run and shared by the workers, as
+    ``synthesized`` is, unless ``project_root`` is another folder.
     """
     from hyperpod_cdk.config import EnvironmentConfig, parse
 
@@ -313,13 +540,20 @@ def build_variant(tmp_path_factory: pytest.TempPathFactory) -> VariantBuilder:
             default=lambda v: "<DELETE>" if v is DELETE else str(v),
         )
         if key not in cache:
-            config = parse(with_changes(config_data(base), changes), project_root)
+            data = with_changes(config_data(base), changes)
+            config = parse(data, project_root)
             assert isinstance(config, EnvironmentConfig)
-            outdir = tmp_path_factory.mktemp(f"cdk-variant-{base}")
+            options = {"context": context, "project_root": project_root, "nag": nag}
             try:
-                cache[key] = synthesize(
-                    config, outdir, context=context, project_root=project_root, nag=nag
-                )
+                if project_root == PROJECT_ROOT:  # shared by the workers (the key holds it all)
+                    parts = [data, context, nag, config.model_dump_json()]
+                    cache[key] = _shared_synth(
+                        tmp_path_factory, f"variant-{config_id(config_path(base))}", parts,
+                        config, **options,
+                    )  # fmt: skip
+                else:  # lifecycle scripts from a folder of the test: its own synth
+                    outdir = tmp_path_factory.mktemp(f"cdk-variant-{base}")
+                    cache[key] = synthesize(config, outdir, **options)
             except AssertionError as exc:
                 cache[key] = exc
         return _raise_or_return(cache[key])

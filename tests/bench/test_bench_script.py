@@ -17,14 +17,33 @@ def test_it_estimates_the_configs_the_test_suite_synthesizes() -> None:
 def test_the_synth_commands_are_the_ones_a_user_runs() -> None:
     assert bench.CDK == bench.PROJECT_ROOT / "node_modules" / ".bin" / "cdk"
     assert bench.TEST_COMMAND[1:] == [
-        "-m", "pytest", "-n", "auto", "-q", "-m", "not real_slurm", "tests"
+        "-m", "pytest", "-n", "auto", "--dist", "loadgroup", "-q", "-m", "not real_slurm", "tests"
     ]  # fmt: skip
     # what make test runs (less -rs and PYTEST_ARGS, which change no test): the real Slurm tier
     # (make test-real) is not in the figure
     makefile = (bench.PROJECT_ROOT / "Makefile").read_text()
-    assert '-m pytest -n auto -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests' in makefile
+    assert (
+        '-m pytest -n auto --dist loadgroup -q -rs -m "not real_slurm" $(PYTEST_ARGS) tests'
+        in makefile
+    )
     assert (bench.PROJECT_ROOT / bench.DEFAULT_CONFIG).is_file()
     assert (bench.PROJECT_ROOT / bench.EKS_CONFIG).is_file()
+
+
+def test_the_test_figure_is_wall_and_cpu_time_beside_the_counts() -> None:
+    """Issue 36: make test under 5 minutes wall on the 2-core machine, printed with the CPU time
+    and how many tests ran."""
+    assert bench.TEST_TARGET_SECONDS == 300
+    summary = "==== 4551 passed, 7 skipped, 2 warnings in 241.30s (0:04:01) ===="
+    assert bench.suite_counts(summary) == {"passed": 4551, "skipped": 7, "warnings": 2}
+    lines = bench.suite_lines(241.3, 520.4, summary, 0)
+    assert lines[1].startswith("  241.3 s wall, 520.4 s CPU (")
+    assert lines[1].endswith("cores): 4551 passed, 7 skipped, 2 warnings")
+    assert lines[2] == "  target: under 300 s wall: ok"
+    assert bench.suite_lines(301.0, 600.0, summary, 0)[2].endswith(": MISSED")
+    failed = bench.suite_lines(200.0, 400.0, "1 failed, 4550 passed in 200.00s", 1)
+    assert failed[1].endswith(": 1 failed, 4550 passed")
+    assert failed[2].endswith(": MISSED (pytest exit 1)")
 
 
 def test_the_empty_app_uses_the_project_python_and_feature_flags(tmp_path: Path) -> None:

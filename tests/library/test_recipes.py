@@ -11,8 +11,9 @@ that adds .venv's site-packages to the path. A path added by a ``.pth`` line is 
 ``.pth`` file) is not active there; a test checks that hyperpod_cdk comes from the venv. The
 recipes run from a copy outside the repository with a scrubbed environment.
 
-Slow by nature (five CDK CLI synths, about 15 CPU-seconds each): everything is made once, in a
-module-scoped fixture; the tests only read what it made.
+Slow by nature (five CDK CLI synths, about 15 CPU-seconds each): everything is made once per test
+run, by the first pytest-xdist worker that needs it (the others wait and read what it recorded);
+the tests only read what it made.
 """
 
 from __future__ import annotations
@@ -26,10 +27,13 @@ import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from library_testkit import ROOT, findings
-from test_wheel import NODE_BIN, wheel  # noqa: F401  (the session's wheel, built once)
+
+# the session's wheel, built once, and the once-per-run helpers
+from test_wheel import NODE_BIN, _once, _shared, wheel  # noqa: F401
 
 RECIPES = ROOT / "examples" / "recipes"
 # recipe -> the node types its settings have
@@ -88,10 +92,10 @@ def _fresh_venv(directory: Path, built: Path) -> Path:
     return venv
 
 
-@pytest.fixture(scope="module")
-def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
-    directory = tmp_path_factory.mktemp("recipes")
-    venv = _fresh_venv(directory, wheel)
+def _make_recipes(directory: Path, built: Path) -> None:
+    """The venv, the five synths and the dry runs, in ``directory``; what each process did in
+    ``results.json``."""
+    venv = _fresh_venv(directory, built)
     home = directory / "home"
     home.mkdir()
     env = _env(venv, home)
@@ -115,13 +119,45 @@ def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # no
     dry_runs = {}
     for name, nodes in NODES.items():
         for node in nodes:
-            dry_runs[(name, node)] = subprocess.run(
+            dry_runs[f"{name}/{node}"] = subprocess.run(
                 [str(venv / "bin" / "python"), "-m", "hyperpod_cdk.lifecycle.dry_run", node,
                  "--assembly", f"out-{name}", "--quiet"],
                 cwd=apps, env=env, capture_output=True, text=True, timeout=120,
             )  # fmt: skip
-    outdirs = {name: apps / f"out-{name}" for name in NODES}
-    return Run(venv, outdirs, synthesized, dry_runs, library)
+
+    def done(process: subprocess.CompletedProcess[str]) -> dict[str, object]:
+        return {"args": process.args, "returncode": process.returncode,
+                "stdout": process.stdout, "stderr": process.stderr}  # fmt: skip
+
+    results = {
+        "library": library,
+        "synth": {name: done(p) for name, p in synthesized.items()},
+        "dry_runs": {key: done(p) for key, p in dry_runs.items()},
+    }
+    (directory / "results.json").write_text(json.dumps(results))
+
+
+@pytest.fixture(scope="session")
+def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
+    """Made once per test run, by the first xdist worker that needs it (the others wait)."""
+    directory = _shared(tmp_path_factory, "recipes")
+    _once(directory, lambda d: _make_recipes(d, wheel))
+    results = json.loads((directory / "results.json").read_text())
+
+    def completed(done: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(
+            done["args"], done["returncode"], done["stdout"], done["stderr"]
+        )
+
+    dry_runs = {tuple(key.split("/")): completed(done) for key, done in results["dry_runs"].items()}
+    outdirs = {name: directory / "apps" / f"out-{name}" for name in NODES}
+    return Run(
+        directory / "venv",
+        outdirs,
+        {name: completed(done) for name, done in results["synth"].items()},
+        dry_runs,  # type: ignore[arg-type]
+        results["library"],
+    )
 
 
 def test_the_recipes_use_the_library_from_the_wheel(recipes: Run) -> None:

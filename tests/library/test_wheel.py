@@ -201,8 +201,10 @@ def _venv_with(directory: Path, requirements: list[str]) -> None:
     _run([sys.executable, "-m", "venv", str(directory / "venv")], timeout=120)
     seconds["venv"] = time.monotonic() - start
     start = time.monotonic()
+    # --no-compile: Python compiles what the tests import when they import it; compiling every
+    # module of aws-cdk-lib's bindings up front costs most of the install's CPU time
     _run([str(directory / "venv" / "bin" / "python"), "-m", "pip", "install",
-          "--disable-pip-version-check", "--no-input", "-q", "-c", str(CONSTRAINTS),
+          "--disable-pip-version-check", "--no-input", "--no-compile", "-q", "-c", str(CONSTRAINTS),
           *requirements], timeout=900)  # fmt: skip
     seconds["install"] = time.monotonic() - start
     (directory / "seconds.json").write_text(json.dumps(seconds))
@@ -459,14 +461,19 @@ class SnippetRun:
     template: dict[str, Any]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def snippet_run(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> SnippetRun:
     """The first library example of the docs, as written, synthesized in an empty directory
     by a venv with only the wheel (no `eks` extra)."""
-    tmp_path = tmp_path_factory.mktemp("docs-library-example")
-    result = _in_empty_directory(installed, README_SNIPPET.read_text(encoding="utf-8"), tmp_path)
-    assert result.returncode == 0, result.stderr[-5000:]
-    outdir = tmp_path / "cdk.out"
+    directory = _shared(tmp_path_factory, "docs-library-example")  # once per run
+
+    def synthesize(directory: Path) -> None:
+        code = README_SNIPPET.read_text(encoding="utf-8")
+        result = _in_empty_directory(installed, code, directory)
+        assert result.returncode == 0, result.stderr[-5000:]
+
+    _once(directory, synthesize)
+    outdir = directory / "cdk.out"
     return SnippetRun(outdir, templates(outdir)["research-hyperpod"])
 
 
