@@ -26,7 +26,7 @@ from hyperpod_cdk.compliance.rules import (
 from hyperpod_cdk.config import load_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-RULES_DIR = PROJECT_ROOT / "constructs" / "hyperpod_cdk" / "checks" / "rules"
+RULES_DIR = PROJECT_ROOT / "constructs" / "hyperpod_cdk" / "compliance" / "rules"
 
 
 # -- wiring ----------------------------------------------------------------------------------
@@ -106,7 +106,15 @@ def test_rule_ids_are_unique_and_in_cdk_nag_form() -> None:
     assert HyperPodChecks().rule_ids == ids
 
 
-@pytest.mark.parametrize("module", sorted(p.stem for p in RULES_DIR.glob("[a-z]*.py")))
+RULE_MODULES = sorted(p.stem for p in RULES_DIR.glob("[a-z]*.py"))
+
+
+def test_the_rule_modules_are_found() -> None:
+    """The parametrization below reads the folder: a moved folder must fail, not skip."""
+    assert len(RULE_MODULES) == len(RULES), (RULES_DIR, RULE_MODULES)
+
+
+@pytest.mark.parametrize("module", RULE_MODULES)
 def test_each_rule_has_its_own_module_docstring_and_tests(module: str) -> None:
     source = (RULES_DIR / f"{module}.py").read_text()
     tree = ast.parse(source)
