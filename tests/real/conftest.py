@@ -62,9 +62,10 @@ def cluster() -> Iterator[SlurmCluster]:
         pytest.skip(f"the Slurm tier needs {', '.join(missing)} (apt-get install {PACKAGES})")
     if os.geteuid() != 0:
         pytest.skip("the Slurm tier runs as root (slurmd and munged as root, as CI runs it)")
-    # not under pytest's temporary folder (mode 0700): the PAM test's job owner, a plain user,
-    # reads slurm.conf and the munge socket there
-    base = Path(tempfile.mkdtemp(prefix="hpv-slurm-"))
+    # not under pytest's temporary folder (mode 0700), which the run's TMPDIR points into
+    # (tests/conftest.py): the PAM test's job owner, a plain user, reads slurm.conf and the
+    # munge socket there. So in the system's /tmp by name, and removed at the end.
+    base = Path(tempfile.mkdtemp(prefix="hpv-slurm-", dir="/tmp"))
     base.chmod(0o755)
     started = SlurmCluster(base, partitions=hyperpod_partitions())
     try:
