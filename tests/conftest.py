@@ -391,7 +391,9 @@ def _raise_or_return(cached: Synth | AssertionError) -> Synth:
 
 # what the App is made of: the library, the app's stacks, its entry point and feature flags, and
 # the lifecycle scripts it uploads (the config is added to each key)
-_CODE = ("constructs", "stacks", "lifecycle_assets", "app.py", "cdk.json")
+# (the lifecycle scripts are in constructs/: the repository's lifecycle_assets is a symlink to
+# constructs/hyperpod_cdk/lifecycle/assets, so naming it too would hash them twice)
+_CODE = ("constructs", "stacks", "app.py", "cdk.json")
 _NOT_CODE = {"__pycache__", ".mypy_cache", "build", "dist", "cdk.out"}
 
 
