@@ -74,6 +74,7 @@ ONE_WORKER_MODULES = {
     "tests/library/test_wheel.py",
     "tests/library/test_recipes.py",
     "tests/stacks/test_stack_pipeline.py",
+    "tests/stacks/test_stack_checkov.py",
     "tests/eks/test_addons.py",
     "tests/eks/test_node_wait.py",
     "tests/observability/test_grafana_construct.py",

@@ -19,7 +19,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
-from stack_testkit import PROJECT_ROOT
+from stack_testkit import PROJECT_ROOT, SHIPPED_CONFIGS
 
 from hyperpod_cdk.compliance.checkov_skips import (
     CHECK_ID,
@@ -41,15 +41,32 @@ INLINE_SUPPRESSION = re.compile(r"(checkov|bridgecrew|cortex):skip=")
 CheckovRun = Callable[[Path], run_checkov.Report]
 
 
-@pytest.fixture(scope="session")
-def checkov() -> CheckovRun:
-    """``checkov(outdir)``: the report of one run on that cloud assembly (cached)."""
-    cache: dict[Path, run_checkov.Report] = {}
+@pytest.fixture(scope="module")
+def checkov_run(
+    synthesized, build_variant, small_app, tmp_path_factory: pytest.TempPathFactory
+) -> run_checkov.Report:
+    """One checkov process over every cloud assembly this module checks: each shipped config,
+    each variant of :data:`FLIPPED_CHOICES` and the small app (checkov's start-up, about 5
+    CPU-seconds, is paid once instead of 17 times). A variant whose synth fails is left out:
+    its own test reports the synth's error."""
+    outdirs = [synthesized(path).outdir for path in SHIPPED_CONFIGS]
+    for base, changes, context in FLIPPED_CHOICES.values():
+        try:
+            outdirs.append(build_variant(changes, base=base, context=context).outdir)
+        except AssertionError:
+            continue
+    outdirs.append(small_app[0])
+    return run_checkov.run_all(outdirs, workdir=tmp_path_factory.mktemp("checkov-home"))
+
+
+@pytest.fixture(scope="module")
+def checkov(checkov_run: run_checkov.Report) -> CheckovRun:
+    """``checkov(outdir)``: what the module's checkov run found in that cloud assembly."""
 
     def get(outdir: Path) -> run_checkov.Report:
-        if outdir not in cache:
-            cache[outdir] = run_checkov.run(outdir)
-        return cache[outdir]
+        report = checkov_run.of(outdir)
+        assert report.templates, f"{outdir} was not in the module's checkov run"
+        return report
 
     return get
 
@@ -66,17 +83,22 @@ def _metadata_skips(template: dict[str, Any]) -> dict[tuple[str, str], str]:
 # -- every shipped config --------------------------------------------------------------------
 
 
-def test_checkov_finds_no_failed_check(shipped, checkov: CheckovRun) -> None:
+def test_checkov_finds_no_failed_check(
+    shipped, checkov: CheckovRun, checkov_run: run_checkov.Report
+) -> None:
     report = checkov(shipped.outdir)
-    # checkov read every resource of every stack
+    # checkov read every stack of the config, and every resource of every stack it was given
+    # (checkov counts the resources for the whole run, of which this config is a part)
     assert len(report.templates) == len(shipped.templates)
     assert report.parsing_errors == []
     assert report.stderr == ""  # no warning, e.g. of a download tried
-    assert report.resource_count == sum(len(t["Resources"]) for t in shipped.templates.values())
+    assert report.resource_count == sum(
+        len(json.loads(path.read_text())["Resources"]) for path in checkov_run.templates
+    )
     assert [str(f) for f in sorted(report.failed, key=str)] == []
     # each skip checkov applied is one of the templates' metadata, with its reason
     for finding in report.skipped:
-        template = json.loads((shipped.outdir / finding.template).read_text())
+        template = json.loads(Path(finding.path).read_text())
         logical_id = finding.resource.split(".", 1)[1]
         assert _metadata_skips(template).get((logical_id, finding.check_id)) == finding.comment, (
             finding
@@ -85,13 +107,13 @@ def test_checkov_finds_no_failed_check(shipped, checkov: CheckovRun) -> None:
     # and each skip in the metadata is one checkov applied: none is stale or on a resource
     # its check does not read (the snapshots show no Metadata: this is where it is held)
     applied = {
-        (finding.template, finding.resource.split(".", 1)[1], finding.check_id)
+        (Path(finding.path), finding.resource.split(".", 1)[1], finding.check_id)
         for finding in report.skipped
     }
     written = {
-        (f"{stack}.template.json", logical_id, check_id)
-        for stack, template in shipped.templates.items()
-        for logical_id, check_id in _metadata_skips(template)
+        (path, logical_id, check_id)
+        for path in report.templates
+        for logical_id, check_id in _metadata_skips(json.loads(path.read_text()))
     }
     assert written == applied
 
