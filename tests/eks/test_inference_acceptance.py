@@ -9,8 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from cfnlint.api import ManualArgs, lint
-from test_stack_cfn_lint import override_schemas  # noqa: F401  (a fixture)
+from support.cfn_lint_schemas import lint_errors
 
 from hyperpod_cdk.compliance.nag import PACKS
 from hyperpod_cdk.eks.inference import INFERENCE
@@ -79,14 +78,11 @@ def test_cdk_nag_is_clean(synth: Any) -> None:
     assert synth.config.compliance_packs == list(PACKS)
 
 
-def test_cfn_lint_is_clean(synth: Any, override_schemas: Any) -> None:  # noqa: F811
+def test_cfn_lint_is_clean(synth: Any) -> None:
     region = synth.config.region
-    config = ManualArgs(regions=[region], registry_schemas=[override_schemas(region)])
     errors = {}
     for name, template in synth.templates.items():
-        found = [
-            str(m) for m in lint(json.dumps(template), config=config) if m.rule.id.startswith("E")
-        ]
+        found = lint_errors(template, region)
         if found:
             errors[name] = found
     assert errors == {}

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import yaml
 from aws_cdk import aws_s3 as s3
-from cfnlint.api import ManualArgs, lint
 from pipeline_stack_testkit import (
     BOOTSTRAP_ROLE,
     SHIPPED_PIPELINE,
@@ -29,6 +28,7 @@ from pipeline_stack_testkit import (
     synthesize_pipeline,
 )
 from stack_testkit import PROJECT_ROOT, stack_kinds
+from support.cfn_lint_schemas import lint_errors
 from test_stack_nag import CDK_ANNOTATION, GRANULAR_IAM, NAG_RULE, finding_id
 
 from hyperpod_cdk.compliance.nag import MIN_REASON_LENGTH, PACKS
@@ -336,9 +336,7 @@ def test_the_pipeline_acknowledgments_are_narrow_and_give_a_reason(
 
 
 def test_the_pipeline_template_has_no_cfn_lint_error(pipeline: PipelineSynth) -> None:
-    config = ManualArgs(regions=[pipeline.config.region])
-    found = lint(json.dumps(pipeline.template), config=config)
-    assert [str(m) for m in found if m.rule.id.startswith("E")] == []
+    assert lint_errors(pipeline.template, pipeline.config.region, overrides=False) == []
 
 
 def test_the_packs_of_the_pipeline_file_and_of_every_stage_are_registered_once(

@@ -10,9 +10,8 @@ from typing import Any
 
 import cfnlint
 import pytest
-from cfnlint.api import ManualArgs, lint
 from stack_testkit import depends_on, joined_text
-from test_stack_cfn_lint import override_schemas  # noqa: F401  (a fixture)
+from support.cfn_lint_schemas import lint_errors
 
 from hyperpod_cdk.eks.cluster import TEAM_ACCESS_POLICY
 from hyperpod_cdk.facts.task_governance_types import (
@@ -185,16 +184,13 @@ def test_cfn_lint_clean_per_region(
     region: str,
     synthesized: Any,
     build_variant: Any,
-    override_schemas: Any,  # noqa: F811
 ) -> None:
     synth = (
         synthesized("eks-full")
         if region == "us-west-2"
         else build_variant(US_EAST_1, base="eks-full")
     )
-    config = ManualArgs(regions=[region], registry_schemas=[override_schemas(region)])
-    found = lint(json.dumps(synth.template(KIND)), config=config)
-    assert [str(m) for m in found if m.rule.id.startswith("E")] == []
+    assert lint_errors(synth.template(KIND), region) == []
 
 
 # -- update safety ------------------------------------------------------------------------------
