@@ -32,6 +32,7 @@ nothing and defines no name.
 from __future__ import annotations
 
 import errno
+import filecmp
 import json
 import os
 import shutil
@@ -180,15 +181,21 @@ def dependency_closure(
     return [resolved[name] for name in sorted(resolved)]
 
 
-def _place(source: Path, target: Path) -> None:
+def _place(source: Path, target: Path) -> int:
     """Hard-link ``source`` at ``target``; a copy (with its times and mode) where a hard link is
-    not possible."""
+    not possible. A file that two distributions both list (aws-cdk-lib and the cloud assembly
+    schema ship the same module; pip keeps one) is placed once."""
     try:
         os.link(source, target)
+    except FileExistsError:
+        if not filecmp.cmp(source, target, shallow=False):
+            raise
+        return 0
     except OSError as exc:
         if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP):
             raise
         shutil.copy2(source, target)
+    return 1
 
 
 def link_distributions(resolved: Iterable[Resolved], target_site: Path) -> int:
@@ -215,8 +222,7 @@ def link_distributions(resolved: Iterable[Resolved], target_site: Path) -> int:
                 )
             target = target_site / relative
             target.parent.mkdir(parents=True, exist_ok=True)
-            _place(source, target)
-            placed += 1
+            placed += _place(source, target)
     return placed
 
 

@@ -145,6 +145,19 @@ def test_the_files_of_the_closure_are_linked_and_nothing_else(site: Path, tmp_pa
     assert not (tmp_path / "bin").exists() and not (target.parent / "bin").exists()
 
 
+def test_a_file_two_distributions_list_is_placed_once(site: Path, tmp_path: Path) -> None:
+    """As aws-cdk-lib and aws-cdk.cloud-assembly-schema both list one module; a different file
+    at the same place still fails."""
+    with (site / "base-1.5.dist-info" / "RECORD").open("a") as record:
+        record.write("leaf_pkg/m0.py,,\n")
+    closure = dependency_closure(["base"], site=site, pins=PINS)
+    assert link_distributions(closure, tmp_path / "once") == 6
+    (tmp_path / "other" / "leaf_pkg").mkdir(parents=True)
+    (tmp_path / "other" / "leaf_pkg" / "m0.py").write_text("VALUE = 'other'\n")
+    with pytest.raises(FileExistsError):
+        link_distributions(closure, tmp_path / "other")
+
+
 def test_a_file_is_copied_where_it_cannot_be_linked(
     site: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
