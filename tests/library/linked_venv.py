@@ -89,7 +89,7 @@ class Resolved:
 
 def read_pins(constraints: Path = CONSTRAINTS) -> dict[str, str]:
     """constraints.txt's ``name==version`` lines, by canonical name."""
-    pins = {}
+    pins: dict[str, str] = {}
     for line in constraints.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
