@@ -4,12 +4,12 @@ with the pinned CDK CLI and no AWS credentials, and the packaged lifecycle dry r
 (``python -m hyperpod_cdk.lifecycle.dry_run NODE --assembly cdk.out``) sets up every node type
 of each recipe's synthesized settings.
 
-Fast and honest: the fresh venv gets the library from the wheel alone (``pip install --no-deps
---no-index``) and its pinned dependencies from the repository's .venv through a ``.pth`` line
-that adds .venv's site-packages to the path. A path added by a ``.pth`` line is not scanned for
-``.pth`` files itself, so .venv's editable install of hyperpod_cdk (an import hook started by a
-``.pth`` file) is not active there; a test checks that hyperpod_cdk comes from the venv. The
-recipes run from a copy outside the repository with a scrubbed environment.
+The venv is test_wheel.py's ``installed_eks`` (the same requirements: the wheel with its `eks`
+extra; made once per run): pip installs the library from the wheel alone (``pip install --no-deps
+--no-index``) and the closure of its declared dependencies is linked from the repository's .venv
+at the versions constraints.txt pins (linked_venv.py); only that closure is linked, so .venv's
+editable hyperpod_cdk is not in it, and a test checks that hyperpod_cdk comes from the venv. The recipes run from a copy outside the repository with a scrubbed
+environment.
 
 Slow by nature (five CDK CLI synths, about 15 CPU-seconds each): everything is made once per test
 run, by the first pytest-xdist worker that needs it (the others wait and read what it recorded);
@@ -22,8 +22,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +30,8 @@ from typing import Any
 import pytest
 from library_testkit import ROOT, findings
 
-# the session's wheel, built once, and the once-per-run helpers
-from test_wheel import NODE_BIN, _once, _shared, wheel  # noqa: F401
+# the session's wheel and venv with the `eks` extra, made once, and the once-per-run helpers
+from test_wheel import NODE_BIN, Installed, _once, _shared, installed_eks, wheel  # noqa: F401
 
 RECIPES = ROOT / "examples" / "recipes"
 # recipe -> the node types its settings have
@@ -73,29 +71,9 @@ def _env(venv: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def _fresh_venv(directory: Path, built: Path) -> Path:
-    venv = directory / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    site = Path(
-        subprocess.run(
-            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-            capture_output=True, text=True, check=True,
-        ).stdout.strip()
-    )  # fmt: skip
-    # the pinned dependencies of the repository's .venv (not its editable hyperpod_cdk)
-    (site / "_repository_dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q",
-         "--no-deps", "--no-index", "--disable-pip-version-check", str(built)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    return venv
-
-
-def _make_recipes(directory: Path, built: Path) -> None:
-    """The venv, the five synths and the dry runs, in ``directory``; what each process did in
-    ``results.json``."""
-    venv = _fresh_venv(directory, built)
+def _make_recipes(directory: Path, venv: Path) -> None:
+    """The five synths and the dry runs with ``venv``'s python, in ``directory``; what each
+    process did in ``results.json``."""
     home = directory / "home"
     home.mkdir()
     env = _env(venv, home)
@@ -138,10 +116,10 @@ def _make_recipes(directory: Path, built: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
+def recipes(installed_eks: Installed, tmp_path_factory: pytest.TempPathFactory) -> Run:  # noqa: F811
     """Made once per test run, by the first xdist worker that needs it (the others wait)."""
     directory = _shared(tmp_path_factory, "recipes")
-    _once(directory, lambda d: _make_recipes(d, wheel))
+    _once(directory, lambda d: _make_recipes(d, installed_eks.venv))
     results = json.loads((directory / "results.json").read_text())
 
     def completed(done: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -152,7 +130,7 @@ def recipes(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:  # no
     dry_runs = {tuple(key.split("/")): completed(done) for key, done in results["dry_runs"].items()}
     outdirs = {name: directory / "apps" / f"out-{name}" for name in NODES}
     return Run(
-        directory / "venv",
+        installed_eks.venv,
         outdirs,
         {name: completed(done) for name, done in results["synth"].items()},
         dry_runs,  # type: ignore[arg-type]

