@@ -28,11 +28,20 @@ def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
 
     Put it on the narrowest construct that produces the finding.
     """
+    acknowledge_all(scope, [finding], reason)
+
+
+def acknowledge_all(scope: IConstruct, findings: Sequence[str], reason: str) -> None:
+    """Acknowledge each of ``findings`` on ``scope`` and below, for one reason, in one call
+    (the acknowledgments are the same as one :func:`acknowledge` per finding, in order)."""
     if len(reason.strip()) < MIN_REASON_LENGTH:
         raise ValueError(
-            f"acknowledgment of {finding} needs a reason of at least {MIN_REASON_LENGTH} characters"
+            f"acknowledgment of {', '.join(findings)} needs a reason of at least "
+            f"{MIN_REASON_LENGTH} characters"
         )
-    cdk.Validations.of(scope).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+    cdk.Validations.of(scope).acknowledge(
+        *(cdk.Acknowledgment(id=finding, reason=reason) for finding in findings)
+    )
 
 
 def nag_account(scope: IConstruct) -> str:

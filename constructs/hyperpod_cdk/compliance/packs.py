@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from constructs import IConstruct
 
-from hyperpod_cdk.compliance.nag import acknowledge
+from hyperpod_cdk.compliance.nag import acknowledge_all
 
 NIST = "NIST.800.53.R5"
 HIPAA = "HIPAA.Security"
@@ -47,8 +47,7 @@ def acknowledge_controls(scope: IConstruct, rule: str, reason: str) -> None:
     :raises KeyError: for a rule not in :data:`RULE_PACKS` (add it there, with the packs
         that define it).
     """
-    for pack in RULE_PACKS[rule]:
-        acknowledge(scope, f"{pack}-{rule}", reason)
+    acknowledge_all(scope, [f"{pack}-{rule}" for pack in RULE_PACKS[rule]], reason)
 
 
 def acknowledge_framework_function(function: IConstruct, *, in_vpc: bool) -> None:
