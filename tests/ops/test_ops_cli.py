@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -93,38 +94,60 @@ def test_importing_the_library_and_the_commands_needs_no_boto3() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "preflight",
-        "status",
-        "verify",
-        "sync_users",
-        "migrate",
-        "credentials",
-        # issue 36: they synthesize by running the CDK app in a subprocess
-        "update_notes",
-        "deploy_gate",
-        "template_changes",
-        "cdk_app",
-        "chart",
-    ],
-)
-def test_the_commands_never_start_the_cdk(command: str) -> None:
-    """The ops commands install with `make bootstrap-python` only: importing aws-cdk-lib would
-    start its JavaScript runtime (and need Node.js) for nothing. `aws_cdk` and `jsii` are made
-    unimportable, so any import of them, direct or through a constructs module, fails."""
+# the modules whose import must not start the CDK
+CDK_FREE = [
+    "preflight",
+    "status",
+    "verify",
+    "sync_users",
+    "migrate",
+    "credentials",
+    # issue 36: they synthesize by running the CDK app in a subprocess
+    "update_notes",
+    "deploy_gate",
+    "template_changes",
+    "cdk_app",
+    "chart",
+]
+
+
+@pytest.fixture(scope="module")
+def imports_without_the_cdk() -> dict[str, str]:
+    """Each of CDK_FREE imported in one fresh process where `aws_cdk`, `jsii` and `constructs`
+    are unimportable: ``{command: ""}`` when its import succeeded, else the error's traceback.
+    One process for all (not one each: a Python start-up and hyperpod_ops's imports each time)
+    proves the same per command: a module that failed is not left in ``sys.modules``, so a
+    later command that imports it runs its import again, and fails again."""
     code = (
-        "import sys\n"
+        "import json, sys, traceback\n"
         "sys.modules['aws_cdk'] = None\n"
         "sys.modules['jsii'] = None\n"
         "sys.modules['constructs'] = None\n"
-        f"import hyperpod_ops.{command}\n"
+        "results = {}\n"
+        f"for command in {CDK_FREE!r}:\n"
+        "    try:\n"
+        "        __import__(f'hyperpod_ops.{command}')\n"
+        "        results[command] = ''\n"
+        "    except BaseException:\n"
+        "        results[command] = traceback.format_exc()\n"
+        "print(json.dumps(results))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stderr
+    results: dict[str, str] = json.loads(result.stdout)
+    return results
+
+
+@pytest.mark.parametrize("command", CDK_FREE)
+def test_the_commands_never_start_the_cdk(
+    command: str, imports_without_the_cdk: dict[str, str]
+) -> None:
+    """The ops commands install with `make bootstrap-python` only: importing aws-cdk-lib would
+    start its JavaScript runtime (and need Node.js) for nothing. `aws_cdk` and `jsii` are made
+    unimportable, so any import of them, direct or through a constructs module, fails."""
+    assert imports_without_the_cdk[command] == ""
 
 
 # -- the AWS CLI's configuration, credentials and throttling: one line, exit 2 ---------------

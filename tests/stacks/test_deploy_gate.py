@@ -422,7 +422,51 @@ def test_assumed_clients_carry_the_roles_credentials(aws: StubbedAws) -> None:
     assert (credentials.access_key, credentials.token) == ("ASIAEXAMPLEEXAMPLE1", "token")
 
 
-# -- make deploy: a real synth, a stand-in for the CDK CLI ---------------------------------------
+# -- make deploy: a synth, a stand-in for the CDK CLI -------------------------------------------
+#
+# The gate synthesizes by running the app in a subprocess (hyperpod_ops.cdk_app.synthesize). A
+# cold `python app.py` costs 12-15 CPU-seconds (aws_cdk's import, jsii's Node.js), so one test
+# runs the real app (test_a_pipeline_file_gates_the_pipeline_stack: `deploy_gate.main(CONFIG)`
+# with no --app, app.py of this repository; tests/test_app.py holds app.py's synth of full.yaml
+# to every stack and line of output). The environment-file tests give the gate, through its
+# own --app option (as `cdk --app`), the stand-in of `assembly_app`: a process started exactly
+# as the app is, which writes the assembly the shared in-process cache synthesized from the
+# same config (build_variant with the compliance packs: app.py's build_app, cdk.json's context).
+
+
+def assembly_app(directory: Path, served: Mapping[Path, Any]) -> tuple[str, Path]:
+    """An ``--app`` command that stands in for app.py: run as the CDK CLI runs the app
+    (CDK_CONTEXT_JSON, CDK_OUTDIR), it puts into CDK_OUTDIR the assembly of ``served[config]``
+    (a conftest ``Synth``; its files linked, not copied) and appends to the record file what it
+    was asked (the context's ``config`` and ``project_root``, and CDK_DEFAULT_ACCOUNT). A config
+    it does not serve fails as a failed synth does. Returns (the command, the record file)."""
+    record = directory / "app-calls.jsonl"
+    assemblies = {
+        str(Path(config).resolve()): str(synth.outdir) for config, synth in served.items()
+    }
+    script = directory / "assembly_app.py"
+    script.write_text(
+        "import json, os, pathlib, sys\n"
+        f"assemblies = {assemblies!r}\n"
+        "context = json.loads(os.environ['CDK_CONTEXT_JSON'])\n"
+        "asked = {'config': context.get('config'), 'project_root': context.get('project_root'),\n"
+        "         'account': os.environ.get('CDK_DEFAULT_ACCOUNT')}\n"
+        f"with open({str(record)!r}, 'a') as calls:\n"
+        "    calls.write(json.dumps(asked) + '\\n')\n"
+        "source = assemblies.get(context.get('config'))\n"
+        "if source is None:\n"
+        "    sys.exit(f\"ValidationFailed: the stand-in app has no assembly of {asked['config']}\")\n"
+        "outdir = pathlib.Path(os.environ['CDK_OUTDIR'])\n"
+        "outdir.mkdir(parents=True, exist_ok=True)\n"
+        "for entry in pathlib.Path(source).iterdir():\n"
+        "    (outdir / entry.name).symlink_to(entry)\n"
+    )
+    return f"{sys.executable} {script}", record
+
+
+def app_calls(record: Path) -> list[dict[str, Any]]:
+    """What the stand-in app was asked, call by call."""
+    return [json.loads(line) for line in record.read_text().splitlines()]
 
 
 @pytest.fixture(scope="module")
@@ -462,26 +506,43 @@ def _config(tmp_path: Path, changes: Mapping[str, Any]) -> Path:
 
 
 def _deploy(
-    full: Any, tmp_path: Path, changes: Mapping[str, Any], *allow: str
+    build_variant: Any, full: Any, tmp_path: Path, changes: Mapping[str, Any], *allow: str
 ) -> tuple[int, StubbedAws]:
+    """``make deploy`` of full.yaml with ``changes`` over full.yaml as deployed: the gate's whole
+    workstation path (config, identity, synth through --app, CloudFormation, notes, decision,
+    cdk deploy), its app the stand-in serving ``build_variant(changes, base="full")``; asserts
+    that the gate ran the app once, on that config, for the caller's account."""
     aws = StubbedAws()
     identity(aws)
     for name in sorted(full.templates):
         deployed(aws, name, full.templates[name])
+    config = _config(tmp_path, changes)
+    app, calls = assembly_app(tmp_path, {config: build_variant(changes, base="full")})
     args = [
-        str(_config(tmp_path, changes)),
+        str(config),
+        "--app",
+        app,
         *(["--allow-replace", ",".join(allow)] if allow else []),
     ]
     code = deploy_gate.main(
         [*args, "--", "--profile", "prod"], make_clients=aws.make_clients, sleep=lambda _: None
     )
+    assert app_calls(calls) == [
+        {"config": str(config.resolve()), "project_root": None, "account": ACCOUNT}
+    ]
     return code, aws
 
 
 def test_renaming_the_cluster_stops_before_cdk_runs(
-    full: Any, fake_cdk: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    build_variant: Any,
+    full: Any,
+    fake_cdk: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, aws = _deploy(full, tmp_path, {"cluster.name": "research-full2"})
+    """The assembly is the stand-in app's (``_deploy``); the real app's synth through the gate:
+    test_a_pipeline_file_gates_the_pipeline_stack."""
+    code, aws = _deploy(build_variant, full, tmp_path, {"cluster.name": "research-full2"})
     out, err = capsys.readouterr()
     assert code == 3, err
     aws.verify()
@@ -497,11 +558,21 @@ def test_renaming_the_cluster_stops_before_cdk_runs(
 
 
 def test_an_allowed_cluster_rename_deploys_that_assembly(
-    full: Any, fake_cdk: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    build_variant: Any,
+    full: Any,
+    fake_cdk: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The assembly is the stand-in app's (``_deploy``); the real app's synth through the gate:
+    test_a_pipeline_file_gates_the_pipeline_stack."""
     cluster = full.stack_name("cluster")
     code, aws = _deploy(
-        full, tmp_path, {"cluster.name": "research-full2"}, f"{cluster}/HyperPodCluster"
+        build_variant,
+        full,
+        tmp_path,
+        {"cluster.name": "research-full2"},
+        f"{cluster}/HyperPodCluster",
     )
     err = capsys.readouterr().err
     assert code == 0, err
@@ -522,9 +593,15 @@ def test_an_allowed_cluster_rename_deploys_that_assembly(
 
 
 def test_scaling_a_group_deploys(
-    full: Any, fake_cdk: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    build_variant: Any,
+    full: Any,
+    fake_cdk: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    code, aws = _deploy(full, tmp_path, {"cluster.instance_groups[5].count": 3})
+    """The assembly is the stand-in app's (``_deploy``); the real app's synth through the gate:
+    test_a_pipeline_file_gates_the_pipeline_stack."""
+    code, aws = _deploy(build_variant, full, tmp_path, {"cluster.instance_groups[5].count": 3})
     out, err = capsys.readouterr()
     assert code == 0, err
     aws.verify()
@@ -545,7 +622,9 @@ def test_a_pipeline_file_gates_the_pipeline_stack(
     fake_cdk: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`make deploy CONFIG=config/examples/pipeline.yaml` deploys the pipeline stack (its stages'
-    stacks are the pipeline's to deploy, each behind its own gate): only that stack is read."""
+    stacks are the pipeline's to deploy, each behind its own gate): only that stack is read.
+    The one test of the gate that runs the real app (no --app: ``python app.py`` of this
+    repository, in a subprocess, as `make deploy` does; the others use ``assembly_app``)."""
     aws = StubbedAws()
     identity(aws, account="999988887777")  # a deployment account; the pipeline's is another
     tooling = StubbedAws()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 from stack_testkit import PROJECT_ROOT, config_data, with_changes
+from test_deploy_gate import app_calls, assembly_app
 from test_stack_task_governance import US_EAST_1
 
 from hyperpod_ops import update_notes
@@ -185,15 +186,30 @@ def _write(tmp_path: Path, name: str, changes: dict[str, Any]) -> Path:
 
 
 def test_the_command_exits_3_on_data_loss_when_asked(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    build_variant: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The command's whole path (both configs validated, each synthesized by running the app as
+    the CDK CLI runs it, the notes, the exit status) with its --app the stand-in of
+    test_deploy_gate.assembly_app, which writes the assemblies the shared cache synthesized
+    from the same two configs (as app.py builds them), and records that the command ran it on
+    each file once. The command's own synth path (``python app.py``, no --app) is
+    test_a_git_base_reads_the_config_at_that_revision's."""
     base = _write(tmp_path, "base.yaml", {})
-    new = _write(tmp_path, "new.yaml", {"storage.fsx.kms_key_arn": KEY})
-    code = update_notes.main([str(new), "--base", str(base), "--fail-on-data-loss"])
+    kms = {"storage.fsx.kms_key_arn": KEY}
+    new = _write(tmp_path, "new.yaml", kms)
+    app, calls = assembly_app(
+        tmp_path,
+        {base: build_variant({}, base="minimal"), new: build_variant(kms, base="minimal")},
+    )
+    code = update_notes.main([str(new), "--base", str(base), "--fail-on-data-loss", "--app", app])
     out = capsys.readouterr().out
     assert code == update_notes.DATA_LOSS_EXIT, out
     assert "DATA: the shared file system" in out
     assert "-storage: " in out and "unchanged" in out
+    assert [call["config"] for call in app_calls(calls)] == [
+        str(new.resolve()),
+        str(base.resolve()),
+    ]
 
 
 def test_the_command_reports_a_bad_base_and_a_bad_config(
@@ -213,7 +229,10 @@ def test_the_command_reports_a_bad_base_and_a_bad_config(
 def test_a_git_base_reads_the_config_at_that_revision(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A throwaway repository: the config at HEAD against an edited working copy."""
+    """A throwaway repository: the config at HEAD against an edited working copy. The test of
+    the command's own synth path: no --app, so each config is synthesized by ``python app.py``
+    of that repository in a subprocess (the base's with its files read from the exported
+    revision)."""
     repo = tmp_path / "repo"
     subprocess.run(
         ["git", "clone", "-q", "--depth", "1", f"file://{PROJECT_ROOT}", str(repo)], check=True
