@@ -10,6 +10,7 @@ each stack, where it deploys and its template file.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shlex
@@ -43,6 +44,20 @@ class AssemblyStack:
     account: str | None
     region: str
     template: Mapping[str, Any]
+
+
+APP_OPTION_HELP = (
+    "the command that runs the CDK app, as cdk --app; it reads the file from the context key "
+    "config, as app.py does (default: python app.py in the working directory)"
+)
+
+
+def add_app_option(parser: argparse.ArgumentParser, *, when: str = "") -> None:
+    """The ``--app`` option of a command that synthesizes through :func:`synthesize`
+    (``when``: the condition it applies under, e.g. ``"with CONFIG"``)."""
+    parser.add_argument(
+        "--app", default=None, help=f"{when}: {APP_OPTION_HELP}" if when else APP_OPTION_HELP
+    )
 
 
 def app_command(project_root: Path, app: str | None = None) -> list[str]:

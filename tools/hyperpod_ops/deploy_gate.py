@@ -243,6 +243,29 @@ def judge(
     )
 
 
+def judge_deployed(
+    stacks: Sequence[AssemblyStack],
+    clients_of: Callable[[AssemblyStack], Callable[[str], Any]],
+    sleep: Sleep,
+    allowed: set[str],
+    *,
+    region: str,
+    subject: str,
+) -> Verdict:
+    """:func:`judge` of ``stacks`` (to be deployed) against their deployed templates, under the
+    title ``Deploy gate: <subject> against the deployed stacks (<account>/<region>, ...)``."""
+    before = deployed_templates(stacks, clients_of, sleep)
+    after = {stack.name: dict(stack.template) for stack in stacks}
+    where = ", ".join(sorted({f"{s.account or '?'}/{s.region}" for s in stacks}))
+    return judge(
+        before,
+        after,
+        allowed,
+        region=region,
+        title=f"Deploy gate: {subject} against the deployed stacks ({where})",
+    )
+
+
 def report(verdict: Verdict, prog: str, retry_hint: Callable[[list[str]], str]) -> int:
     """Print the notes (stdout) and the decision (stderr); exit 0 (go on) or 3 (stopped).
     ``retry_hint(ids)`` says how to let the changes ``ids`` through."""
@@ -413,15 +436,8 @@ def gate_workstation(
             app=app,
         )
         stacks = assembly_stacks(Path(outdir))
-        before = deployed_templates(stacks, clients_of, sleep)
-        after = {stack.name: dict(stack.template) for stack in stacks}
-        where = ", ".join(sorted({f"{s.account or '?'}/{s.region}" for s in stacks}))
-        verdict = judge(
-            before,
-            after,
-            allowed,
-            region=config.region,
-            title=f"Deploy gate: {config_file} against the deployed stacks ({where})",
+        verdict = judge_deployed(
+            stacks, clients_of, sleep, allowed, region=config.region, subject=config_file
         )
         code = report(
             verdict,
@@ -462,15 +478,8 @@ def gate_assembly(
         qualifier or bootstrap_qualifier(project_root),
         always_assume=lookup_role,
     )
-    before = deployed_templates(stacks, clients_of, sleep)
-    after = {stack.name: dict(stack.template) for stack in stacks}
-    where = ", ".join(sorted({f"{s.account or '?'}/{s.region}" for s in stacks}))
-    verdict = judge(
-        before,
-        after,
-        allowed,
-        region=stacks[0].region,
-        title=f"Deploy gate: stage {stage} against the deployed stacks ({where})",
+    verdict = judge_deployed(
+        stacks, clients_of, sleep, allowed, region=stacks[0].region, subject=f"stage {stage}"
     )
     return report(
         verdict,
@@ -523,13 +532,7 @@ def main(
         default=None,
         help="with --lookup-role: the bootstrap qualifier (default: cdk.json's, else hnb659fds)",
     )
-    parser.add_argument(
-        "--app",
-        default=None,
-        help="with CONFIG: the command that runs the CDK app, as cdk --app; it reads the file "
-        "from the context key config, as app.py does (default: python app.py in the working "
-        "directory)",
-    )
+    cdk_app.add_app_option(parser, when="with CONFIG")
     args = parser.parse_args(args_list)
     if (args.config is None) == (args.assembly is None):
         parser.error("give CONFIG or --assembly DIR (one of them)")

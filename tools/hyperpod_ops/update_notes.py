@@ -189,12 +189,7 @@ def main(argv: Sequence[str] | None = None, project_root: Path | None = None) ->
         "(default git:HEAD)",
     )
     parser.add_argument("--json", action="store_true", help="the changes as JSON")
-    parser.add_argument(
-        "--app",
-        default=None,
-        help="the command that runs the CDK app, as cdk --app; it reads the file from the "
-        "context key config, as app.py does (default: python app.py in the working directory)",
-    )
+    cdk_app.add_app_option(parser)
     parser.add_argument(
         "--fail-on-data-loss",
         action="store_true",
