@@ -79,8 +79,10 @@ class Report:
         scanned). ``passed`` and ``resource_count`` stay the whole run's: checkov's report
         counts them for the run, not per file."""
 
+        root = outdir.resolve()
+
         def inside(path: str | Path) -> bool:
-            return Path(path).resolve().is_relative_to(outdir.resolve())
+            return Path(path).resolve().is_relative_to(root)
 
         return Report(
             command=self.command,

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from email.parser import Parser
 from importlib.metadata import Distribution, distributions
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -239,17 +240,24 @@ def venv_site(venv: Path) -> Path:
     return Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
 
 
+def run_checked(
+    command: list[str], *, timeout: int, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
+    """``command`` (text output captured); it must succeed, else the failure shows its tails."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
+    if done.returncode != 0:
+        raise AssertionError(
+            f"failed ({done.returncode}): {' '.join(command)}\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+        )
+    return done
+
+
 def pip(venv: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     """This interpreter's pip acting on the venv (``pip --python``); it must succeed."""
     command = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"),
                "--disable-pip-version-check", "--no-input", *args]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise AssertionError(
-            f"failed ({done.returncode}): {' '.join(command)}\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
-    return done
+    return run_checked(command, timeout=timeout)
 
 
 def build_venv(
@@ -274,10 +282,11 @@ def build_venv(
     start = time.monotonic()
     name, version, requires = wheel_metadata(wheel)
     extras = list(extras)
-    closure = dependency_closure(requires, site=source_site, pins=read_pins(constraints),
-                                 extras=extras, provided={name: version})  # fmt: skip
-    closure += dependency_closure(list(requirements), site=source_site,
-                                  pins=read_pins(constraints), provided={name: version})  # fmt: skip
+    pins = read_pins(constraints)
+    closure = dependency_closure(requires, site=source_site, pins=pins, extras=extras,
+                                 provided={name: version})  # fmt: skip
+    closure += dependency_closure(list(requirements), site=source_site, pins=pins,
+                                  provided={name: version})  # fmt: skip
     unique = {item.name: item for item in closure}
     link_distributions(unique.values(), site)
     (site / "_hyperpod_record_imports.pth").write_text(IMPORT_RECORDER_PTH)

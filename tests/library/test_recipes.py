@@ -8,8 +8,8 @@ The venv is test_wheel.py's ``installed_eks`` (the same requirements: the wheel 
 extra; made once per run): pip installs the library from the wheel alone (``pip install --no-deps
 --no-index``) and the closure of its declared dependencies is linked from the repository's .venv
 at the versions constraints.txt pins (linked_venv.py); only that closure is linked, so .venv's
-editable hyperpod_cdk is not in it, and a test checks that hyperpod_cdk comes from the venv. The recipes run from a copy outside the repository with a scrubbed
-environment.
+editable hyperpod_cdk is not in it, and a test checks that hyperpod_cdk comes from the venv.
+The recipes run from a copy outside the repository with a scrubbed environment.
 
 Slow by nature (five CDK CLI synths, about 15 CPU-seconds each): everything is made once per test
 run, by the first pytest-xdist worker that needs it (the others wait and read what it recorded);

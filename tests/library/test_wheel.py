@@ -48,6 +48,7 @@ from typing import Any
 import pytest
 from library_testkit import EXAMPLE, ROOT, resource_types, templates
 from linked_venv import RECORD_IMPORTS, build_venv, pip, requirement_lines
+from linked_venv import run_checked as _run
 
 PACKAGE = ROOT / "constructs" / "hyperpod_cdk"
 PYPROJECT = ROOT / "constructs" / "pyproject.toml"
@@ -138,16 +139,6 @@ class Installed:
         env["PATH"] = os.pathsep.join([str(self.venv / "bin"), str(NODE_BIN), env["PATH"]])
         env["PYTHONNOUSERSITE"] = "1"
         return env
-
-
-def _run(command: list[str], *, timeout: int, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **kwargs)
-    if result.returncode != 0:
-        raise AssertionError(
-            f"failed ({result.returncode}): {' '.join(command)}\n"
-            f"{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
-        )
-    return result
 
 
 def _shared(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:

@@ -83,8 +83,14 @@ def _metadata_skips(template: dict[str, Any]) -> dict[tuple[str, str], str]:
 # -- every shipped config --------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def scanned_resources(checkov_run: run_checkov.Report) -> int:
+    """How many resources the templates of the module's checkov run hold."""
+    return sum(len(json.loads(path.read_text())["Resources"]) for path in checkov_run.templates)
+
+
 def test_checkov_finds_no_failed_check(
-    shipped, checkov: CheckovRun, checkov_run: run_checkov.Report
+    shipped, checkov: CheckovRun, scanned_resources: int
 ) -> None:
     report = checkov(shipped.outdir)
     # checkov read every stack of the config, and every resource of every stack it was given
@@ -92,17 +98,15 @@ def test_checkov_finds_no_failed_check(
     assert len(report.templates) == len(shipped.templates)
     assert report.parsing_errors == []
     assert report.stderr == ""  # no warning, e.g. of a download tried
-    assert report.resource_count == sum(
-        len(json.loads(path.read_text())["Resources"]) for path in checkov_run.templates
-    )
+    assert report.resource_count == scanned_resources
     assert [str(f) for f in sorted(report.failed, key=str)] == []
+    # the skips in each template's metadata, by template
+    written = {path: _metadata_skips(json.loads(path.read_text())) for path in report.templates}
     # each skip checkov applied is one of the templates' metadata, with its reason
     for finding in report.skipped:
-        template = json.loads(Path(finding.path).read_text())
         logical_id = finding.resource.split(".", 1)[1]
-        assert _metadata_skips(template).get((logical_id, finding.check_id)) == finding.comment, (
-            finding
-        )
+        skips = written.get(Path(finding.path), {})
+        assert skips.get((logical_id, finding.check_id)) == finding.comment, finding
         assert len(finding.comment) >= MIN_COMMENT_LENGTH, finding
     # and each skip in the metadata is one checkov applied: none is stale or on a resource
     # its check does not read (the snapshots show no Metadata: this is where it is held)
@@ -110,12 +114,11 @@ def test_checkov_finds_no_failed_check(
         (Path(finding.path), finding.resource.split(".", 1)[1], finding.check_id)
         for finding in report.skipped
     }
-    written = {
+    assert {
         (path, logical_id, check_id)
-        for path in report.templates
-        for logical_id, check_id in _metadata_skips(json.loads(path.read_text()))
-    }
-    assert written == applied
+        for path, skips in written.items()
+        for logical_id, check_id in skips
+    } == applied
 
 
 # -- every choice the acknowledgments follow (issue 16) ----------------------------------------
