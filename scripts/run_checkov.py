@@ -19,6 +19,8 @@ are dropped and it runs in the assembly directory with HOME there too, where it 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import os
 import subprocess
@@ -67,6 +69,9 @@ class Report:
 
     command: list[str]
     templates: list[Path]
+    # the templates checkov read: one of each set of byte-identical templates (a variant's
+    # unchanged stacks); each of the others gets the findings of the one read
+    scanned: list[Path] = field(default_factory=list)
     passed: int = 0
     resource_count: int = 0
     failed: list[Finding] = field(default_factory=list)
@@ -87,6 +92,7 @@ class Report:
         return Report(
             command=self.command,
             templates=[t for t in self.templates if inside(t)],
+            scanned=[t for t in self.scanned if inside(t)],
             passed=self.passed,
             resource_count=self.resource_count,
             failed=[f for f in self.failed if inside(f.path)],
@@ -145,6 +151,8 @@ def run(outdir: Path) -> Report:
 def run_all(outdirs: list[Path], *, workdir: Path) -> Report:
     """One checkov process on every template of every cloud assembly of ``outdirs`` (its
     start-up, about 5 CPU-seconds, is paid once); :meth:`Report.of` picks one assembly's part.
+    Byte-identical templates (a variant's stacks that its change left alone) are read once, and
+    each copy gets the findings of the one read.
     checkov runs in ``workdir`` with HOME there: a directory without a ``.checkov.yaml``.
 
     :raises FileNotFoundError: when .venv-checkov is missing.
@@ -153,7 +161,13 @@ def run_all(outdirs: list[Path], *, workdir: Path) -> Report:
     if not CHECKOV.exists():
         raise FileNotFoundError(f"{CHECKOV} not found: run `make bootstrap-checkov`")
     files = [path.resolve() for outdir in outdirs for path in templates(outdir)]
-    report = Report(command=command(files), templates=files)
+    # checkov reads each content once: what it finds in a template depends on the bytes alone
+    same: dict[str, list[Path]] = {}
+    for path in files:
+        same.setdefault(hashlib.sha256(path.read_bytes()).hexdigest(), []).append(path)
+    copies = {paths[0]: paths[1:] for paths in same.values()}
+    scanned = list(copies)
+    report = Report(command=command(scanned), templates=files, scanned=scanned)
     if not files:
         return report
     done = subprocess.run(
@@ -174,10 +188,22 @@ def run_all(outdirs: list[Path], *, workdir: Path) -> Report:
         report.passed += summary.get("passed", 0)
         report.resource_count += summary.get("resource_count", 0)
         results = part.get("results", {})
-        report.failed += [_finding(r) for r in results.get("failed_checks", [])]
-        report.skipped += [_finding(r) for r in results.get("skipped_checks", [])]
-        report.parsing_errors += results.get("parsing_errors", [])
+        report.failed += _with_copies(results.get("failed_checks", []), copies)
+        report.skipped += _with_copies(results.get("skipped_checks", []), copies)
+        for error in results.get("parsing_errors", []):
+            report.parsing_errors += [error, *map(str, copies.get(Path(error).resolve(), []))]
     return report
+
+
+def _with_copies(results: list[dict[str, Any]], copies: dict[Path, list[Path]]) -> list[Finding]:
+    """The findings of checkov's results, and the same in each copy of their template."""
+    found = []
+    for result in results:
+        finding = _finding(result)
+        found.append(finding)
+        for copy in copies.get(Path(finding.path).resolve(), []):
+            found.append(dataclasses.replace(finding, template=copy.name, path=str(copy)))
+    return found
 
 
 def main(argv: list[str]) -> int:

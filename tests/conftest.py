@@ -86,6 +86,11 @@ ONE_WORKER_MODULES = {
     "tests/eks/test_chart_parity.py",
     "tests/alerts/test_alerts_construct.py",
 }
+# A one-worker module whose fixture waits for what another one's makes (a lock of the run) runs
+# in that module's group: after it, on the same worker. In a group of its own, its worker would
+# sit idle until the other worker had made it (the recipes waited about 85 s for the wheel's
+# venv while the other worker built it).
+SAME_WORKER_AS = {"tests/library/test_recipes.py": "tests/library/test_wheel.py"}
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -93,7 +98,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         module = item.nodeid.split("::", 1)[0]
         if module in ONE_WORKER_MODULES:
-            item.add_marker(pytest.mark.xdist_group(module))
+            item.add_marker(pytest.mark.xdist_group(SAME_WORKER_AS.get(module, module)))
 
 
 # -- temporary files ---------------------------------------------------------------------------

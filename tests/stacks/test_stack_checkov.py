@@ -8,8 +8,10 @@ never on the command line, in the environment or in a ``.checkov.yaml``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -43,19 +45,19 @@ CheckovRun = Callable[[Path], run_checkov.Report]
 
 @pytest.fixture(scope="module")
 def checkov_run(
-    synthesized, build_variant, small_app, tmp_path_factory: pytest.TempPathFactory
+    synthesized, build_variant, small_app, small_app_copy, tmp_path_factory: pytest.TempPathFactory
 ) -> run_checkov.Report:
     """One checkov process over every cloud assembly this module checks: each shipped config,
-    each variant of :data:`FLIPPED_CHOICES` and the small app (checkov's start-up, about 5
-    CPU-seconds, is paid once instead of 17 times). A variant whose synth fails is left out:
-    its own test reports the synth's error."""
+    each variant of :data:`FLIPPED_CHOICES`, the small app and a copy of it (checkov's
+    start-up, about 5 CPU-seconds, is paid once instead of 17 times). A variant whose synth
+    fails is left out: its own test reports the synth's error."""
     outdirs = [synthesized(path).outdir for path in SHIPPED_CONFIGS]
     for base, changes, context in FLIPPED_CHOICES.values():
         try:
             outdirs.append(build_variant(changes, base=base, context=context).outdir)
         except AssertionError:
             continue
-    outdirs.append(small_app[0])
+    outdirs += [small_app[0], small_app_copy]
     return run_checkov.run_all(outdirs, workdir=tmp_path_factory.mktemp("checkov-home"))
 
 
@@ -85,17 +87,27 @@ def _metadata_skips(template: dict[str, Any]) -> dict[tuple[str, str], str]:
 
 @pytest.fixture(scope="module")
 def scanned_resources(checkov_run: run_checkov.Report) -> int:
-    """How many resources the templates of the module's checkov run hold."""
-    return sum(len(json.loads(path.read_text())["Resources"]) for path in checkov_run.templates)
+    """How many resources the templates checkov read in the module's run hold (one of each set
+    of byte-identical templates)."""
+    return sum(len(json.loads(path.read_text())["Resources"]) for path in checkov_run.scanned)
+
+
+@pytest.fixture(scope="module")
+def scanned_contents(checkov_run: run_checkov.Report) -> set[str]:
+    """The digests of the templates checkov read in the module's run."""
+    return {hashlib.sha256(path.read_bytes()).hexdigest() for path in checkov_run.scanned}
 
 
 def test_checkov_finds_no_failed_check(
-    shipped, checkov: CheckovRun, scanned_resources: int
+    shipped, checkov: CheckovRun, scanned_resources: int, scanned_contents: set[str]
 ) -> None:
     report = checkov(shipped.outdir)
-    # checkov read every stack of the config, and every resource of every stack it was given
-    # (checkov counts the resources for the whole run, of which this config is a part)
+    # checkov read every stack of the config (or a byte-identical copy of it), and every
+    # resource of every template it was given (it counts them for the whole run)
     assert len(report.templates) == len(shipped.templates)
+    assert {
+        hashlib.sha256(p.read_bytes()).hexdigest() for p in report.templates
+    } <= scanned_contents
     assert report.parsing_errors == []
     assert report.stderr == ""  # no warning, e.g. of a download tried
     assert report.resource_count == scanned_resources
@@ -334,6 +346,14 @@ def small_app(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     return outdir, json.loads((outdir / "Small.template.json").read_text())
 
 
+@pytest.fixture(scope="module")
+def small_app_copy(small_app, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A byte-for-byte copy of the small app's assembly (checkov reads its template once)."""
+    copy = tmp_path_factory.mktemp("checkov-small-copy") / "cdk.out"
+    shutil.copytree(small_app[0], copy)
+    return copy
+
+
 def _logical_id(template: dict[str, Any], resource_type: str, prefix: str) -> str:
     (found,) = [
         k
@@ -364,3 +384,23 @@ def test_checkov_honours_a_metadata_skip_and_its_reason(small_app, checkov: Chec
     assert (bucket, "CKV_AWS_18") not in failed
     # what is not skipped still fails: our own function is not in a VPC
     assert (ours, "CKV_AWS_117") in failed
+
+
+def test_a_copy_of_a_template_gets_the_findings_of_the_one_read(
+    small_app, small_app_copy, checkov_run: run_checkov.Report
+) -> None:
+    original, copy = checkov_run.of(small_app[0]), checkov_run.of(small_app_copy)
+    assert [p.name for p in copy.templates] == [p.name for p in original.templates]
+    assert original.scanned == original.templates
+    assert copy.scanned == []  # the original was read in its place
+
+    def found(report: run_checkov.Report) -> dict[str, list[tuple[str, str, str, str]]]:
+        return {
+            kind: sorted((f.check_id, f.template, f.resource, f.comment) for f in findings)
+            for kind, findings in (("failed", report.failed), ("skipped", report.skipped))
+        }
+
+    assert found(copy) == found(original)
+    assert found(copy)["failed"] and found(copy)["skipped"]
+    for finding in [*copy.failed, *copy.skipped]:
+        assert Path(finding.path).is_relative_to(small_app_copy.resolve()), finding
