@@ -64,8 +64,9 @@ if TYPE_CHECKING:
 
 # -- scheduling under pytest-xdist -------------------------------------------------------------
 
-# Modules whose module-scoped fixture makes something costly in-process (an App synthesized from
-# constructs, a pipeline, helm's rendering of the charts) that the tests then only read: under
+# Modules whose module-scoped fixture makes something costly (an App synthesized from constructs
+# in-process, a pipeline, helm's rendering of the charts, the tools' wheel, the ops commands'
+# import checks in one process) that the tests then only read: under
 # ``--dist loadgroup`` (make test) each runs on one worker, so the fixture is made once per run
 # instead of once per worker. The wheel's and the recipes' modules too: their fixtures are made
 # once per run already (a file lock), and a second worker would only wait for the lock.
@@ -85,6 +86,8 @@ ONE_WORKER_MODULES = {
     "tests/eks/test_chart_instance_types.py",
     "tests/eks/test_chart_parity.py",
     "tests/alerts/test_alerts_construct.py",
+    "tests/library/test_tools_package.py",
+    "tests/ops/test_ops_cli.py",
 }
 # A one-worker module whose fixture waits for what another one's makes (a lock of the run) runs
 # in that module's group: after it, on the same worker. In a group of its own, its worker would
@@ -120,6 +123,11 @@ def pytest_configure(config: pytest.Config) -> None:
     run_tmp = config._tmp_path_factory.getbasetemp() / "tmp"  # type: ignore[attr-defined]
     run_tmp.mkdir(exist_ok=True)
     os.environ["TMPDIR"] = str(run_tmp)
+    # Python's bytecode caches (the gitignored __pycache__ folders; the lifecycle uploads and the
+    # code hash of the synth cache leave them out) are written even where PYTHONDONTWRITEBYTECODE
+    # is set: without them each worker rewrote the asserts of every test module on every run
+    # (about 10 s of each worker's collection) and each Python process compiled the library.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     tempfile.tempdir = str(run_tmp)
     config.stash[_TMP_BEFORE] = (set(os.listdir(SYSTEM_TMP)), time.time())
 

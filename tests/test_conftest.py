@@ -125,3 +125,8 @@ def test_the_pinned_pytest_and_xdist_keep_a_group_on_one_worker(tmp_path: Path) 
     assert len([w for w in passed if "test_grouped.py" in w[-1]]) == 8
     assert all(w[-1].endswith("@together") for w in passed if "test_grouped.py" in w[-1])
     assert len(grouped) == 1, grouped  # one worker ran the whole group
+
+
+def test_the_run_writes_bytecode_caches() -> None:
+    """The workers and every process they start write __pycache__ (tests/conftest.py)."""
+    assert "PYTHONDONTWRITEBYTECODE" not in os.environ

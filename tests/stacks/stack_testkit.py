@@ -7,6 +7,7 @@ tests/conftest.py, which imports this module (tests/stacks is put on sys.path th
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
@@ -65,18 +66,25 @@ def config_path(name: str | Path) -> Path:
     return CONFIG_DIR / "examples" / f"{name}.yaml"
 
 
+@functools.cache
+def shipped_config(path: Path) -> Any:
+    """The EnvironmentConfig of a shipped config file, loaded once per process (the
+    parametrizations of many modules read them at collection; treat it as read-only)."""
+    from hyperpod_cdk.config import load_environment
+
+    return load_environment(path, PROJECT_ROOT)
+
+
 def shipped_params(where: Callable[[Any], bool] | None = None) -> list[Any]:
     """``pytest.param(path, id=...)`` of each shipped config whose EnvironmentConfig satisfies ``where``.
 
     For ``@pytest.mark.parametrize("path", shipped_params(...))`` with ``synthesized(path)``;
     loading a config is cheap (no CDK).
     """
-    from hyperpod_cdk.config import load_environment
-
     return [
         pytest.param(path, id=config_id(path))
         for path in SHIPPED_CONFIGS
-        if where is None or where(load_environment(path, PROJECT_ROOT))
+        if where is None or where(shipped_config(path))
     ]
 
 
@@ -191,12 +199,10 @@ def stack_kinds(config: Any) -> list[str]:
 
 def stack_params() -> list[Any]:
     """``pytest.param(path, kind, id="<config>-<kind>")`` of every stack of every shipped config."""
-    from hyperpod_cdk.config import load_environment
-
     return [
         pytest.param(path, kind, id=f"{config_id(path)}-{kind}")
         for path in SHIPPED_CONFIGS
-        for kind in stack_kinds(load_environment(path, PROJECT_ROOT))
+        for kind in stack_kinds(shipped_config(path))
     ]
 
 
