@@ -120,11 +120,13 @@ def test_the_pinned_pytest_and_xdist_keep_a_group_on_one_worker(tmp_path: Path) 
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    # "[gw0] [ 6%] PASSED test_grouped.py::test_it[0]@together": worker first, node id last
     passed = [line.split() for line in done.stdout.splitlines() if " PASSED " in line]
-    grouped = {words[0] for words in passed if "test_grouped.py" in words[-1]}
-    assert len([w for w in passed if "test_grouped.py" in w[-1]]) == 8
-    assert all(w[-1].endswith("@together") for w in passed if "test_grouped.py" in w[-1])
-    assert len(grouped) == 1, grouped  # one worker ran the whole group
+    grouped = [words for words in passed if "test_grouped.py" in words[-1]]
+    assert len(grouped) == 8
+    assert all(words[-1].endswith("@together") for words in grouped)
+    workers = {words[0] for words in grouped}
+    assert len(workers) == 1, workers  # one worker ran the whole group
 
 
 def test_the_run_writes_bytecode_caches() -> None:
